@@ -1,0 +1,39 @@
+# Thin wrapper over CMake: every target installs missing distro packages first.
+BUILD      ?= build
+SAN_BUILD  ?= build-san
+PREFIX     ?= /usr/local
+CMAKE_GEN  := -G Ninja
+
+.PHONY: all deps build test test-fast test-san demo install bench clean
+
+all: build
+
+deps:
+	@bash scripts/deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	@cmake --build $(BUILD)
+
+# The whole suite, then again under ASan/UBSan with clang (which also runs the fuzzer).
+test: test-fast test-san
+
+test-fast: build
+	cd $(BUILD) && ctest --output-on-failure
+
+test-san: deps
+	@CC=clang cmake -S . -B $(SAN_BUILD) $(CMAKE_GEN) -DCOMEX_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	@cmake --build $(SAN_BUILD)
+	cd $(SAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp ctest --output-on-failure
+
+demo: build
+	@bash scripts/demo.sh $(BUILD)
+
+install: build
+	cmake --install $(BUILD)
+
+bench: build
+	python3 bench/transport.py --build $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(SAN_BUILD)

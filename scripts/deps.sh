@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages comex needs to build, test and demo, when any
+# is missing. Needs root (or sudo) only when something must be installed.
+set -euo pipefail
+pkgs=(cmake ninja-build pkg-config gcc clang libclang-rt-14-dev libucx-dev libmimalloc-dev python3)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "comex: installing missing packages: ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "comex: need root to install ${missing[*]}; run: apt-get install ${missing[*]}" >&2; exit 1; }
+  sudo=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

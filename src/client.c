@@ -1,0 +1,724 @@
+/* Client state machine. Every public call takes the client lock, so UCX (in
+ * single-thread mode) only ever runs on one thread at a time. Replies are
+ * matched to requests by sequence number and handled inside the UCX receive
+ * callback; callers wait by driving progress until their condition holds or
+ * op-timeout passes, after which the memnode is declared failed. */
+#include "client.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "frame_pool.h"
+#include "log.h"
+#include "options.h"
+#include "proto.h"
+#include "transport.h"
+
+#define FRAME_SIZE 4096ull
+#define MAX_NODES 64
+#define MAX_PENDING 32          /* >= any credit grant we honour */
+#define EXHAUSTED_BACKOFF_NS 100000000ull /* after NACK(pool empty): no proactive asks for 100 ms */
+#define EWMA_WEIGHT 0.125       /* same smoothing as TCP's SRTT */
+#define AUTO_T_MIN 16
+
+/* A request awaiting its reply; READ/WRITE carry the caller's transfer. */
+struct pending { uint64_t seq, t0; uint8_t type; struct tp_op *op; void *dst; size_t len; };
+
+struct node {
+	char addr[256];
+	struct comex_client *c;
+	struct tp_ep *ep;
+	int fail_err;                 /* 0 while healthy */
+	bool welcomed, goodbye, stats_pending;
+	uint16_t nid;
+	uint32_t credits;
+	uint64_t base, pool_frames;
+	uint8_t rkey[PROTO_MAX_RKEY];
+	uint32_t rkey_len;
+	int reply_err;                /* ERROR reply to a synchronous request */
+	struct pending pend[MAX_PENDING];
+	unsigned npend;
+	struct frame_pool fp;
+	bool alloc_pending;
+	int nack_order;               /* largest free order in the last NACK; -2: none */
+	uint64_t exhausted_until;
+	struct proto_range rel[PROTO_FREE_MAX_RANGES];
+	uint32_t nrel;
+	uint64_t rel_frames;
+	/* Eq. (1) inputs */
+	double rtt_us, rate_fpus;     /* EWMAs: control RTT, frames consumed per µs */
+	uint64_t taken_since, rate_t0;
+	struct proto_msg last_stats;
+	uint64_t allocs, nacks, releases_sent;
+};
+
+struct comex_client {
+	pthread_mutex_t lock;
+	struct tp *tp;
+	uint64_t client_id, seq;
+	uint64_t spin_ns, timeout_ns;
+	uint32_t threshold;
+	bool auto_threshold;          /* derive T per node from Eq. (1) */
+	unsigned order;
+	uint32_t release_batch;
+	unsigned nnodes;
+	struct node node[MAX_NODES];
+	struct auth_token token;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void node_fail(struct node *n, int err)
+{
+	if (n->fail_err)
+		return;
+	n->fail_err = err;
+	log_error("memnode %s (nid %u) failed: %s; its frames are unreachable", n->addr, n->nid, strerror(-err));
+}
+
+static int send_msg_bulk(struct node *n, struct proto_msg *m, const void *bulk, size_t bulk_len,
+			 struct tp_op *op, void *dst)
+{
+	uint8_t buf[PROTO_MAX_MSG];
+	size_t len;
+	int err;
+
+	if (n->npend >= n->credits || n->npend >= MAX_PENDING)
+		return -EAGAIN;
+	m->seq = ++n->c->seq;
+	err = proto_encode(m, buf, sizeof(buf), &len);
+	if (err) {
+		log_error("cannot encode a %s for %s: %s", proto_type_name(m->type), n->addr, strerror(-err));
+		return err;
+	}
+	err = tp_send(n->ep, buf, len, bulk, bulk ? bulk_len : 0);
+	if (err) {
+		node_fail(n, err);
+		return err;
+	}
+	n->pend[n->npend++] = (struct pending){ m->seq, now_ns(), m->type, op, dst, bulk_len };
+	return 0;
+}
+
+static int send_msg(struct node *n, struct proto_msg *m)
+{
+	return send_msg_bulk(n, m, NULL, 0, NULL, NULL);
+}
+
+static bool pop_pending(struct node *n, uint64_t seq, struct pending *out)
+{
+	for (unsigned i = 0; i < n->npend; i++) {
+		if (n->pend[i].seq != seq)
+			continue;
+		*out = n->pend[i];
+		n->pend[i] = n->pend[--n->npend];
+		return true;
+	}
+	return false;
+}
+
+static void update_rtt(struct node *n, const struct pending *p)
+{
+	double us = (now_ns() - p->t0) / 1000.0;
+
+	n->rtt_us = n->rtt_us ? n->rtt_us + EWMA_WEIGHT * (us - n->rtt_us) : us;
+}
+
+/* Consumption since the last chunk arrived, folded into the rate EWMA. */
+static void update_rate(struct node *n)
+{
+	uint64_t now = now_ns();
+	double rate;
+
+	if (n->rate_t0 && now > n->rate_t0) {
+		rate = n->taken_since / ((now - n->rate_t0) / 1000.0);
+		n->rate_fpus = n->rate_fpus ? n->rate_fpus + EWMA_WEIGHT * (rate - n->rate_fpus) : rate;
+	}
+	n->rate_t0 = now;
+	n->taken_since = 0;
+}
+
+static uint32_t suggested_threshold(const struct node *n)
+{
+	double t = ceil(n->rate_fpus * n->rtt_us);
+
+	return t > (1u << 20) ? (1u << 20) : (uint32_t)t;
+}
+
+static uint32_t threshold(const struct node *n)
+{
+	uint32_t s;
+
+	if (!n->c->auto_threshold)
+		return n->c->threshold;
+	s = suggested_threshold(n);
+	return s < AUTO_T_MIN ? AUTO_T_MIN : s;
+}
+
+static void handle_error_reply(struct node *n, const struct proto_msg *m, const struct pending *p)
+{
+	int code = m->u.error.error > 0 ? m->u.error.error : EPROTO; /* the codec accepts any value */
+
+	log_error("memnode %s rejected our %s: %s (%.*s)", n->addr, proto_type_name(p->type),
+		  strerror(code), (int)m->u.error.text_len, m->u.error.text);
+	if (p->op)
+		p->op->status = -code, p->op->done = true;
+	else if (p->type == PROTO_ALLOC)
+		n->alloc_pending = false, n->nack_order = -1;
+	else if (p->type == PROTO_FREE)
+		; /* the frames stay ours on the memnode until we disconnect */
+	else
+		n->reply_err = -code;
+	if (p->type == PROTO_HELLO)
+		n->fail_err = -code;
+}
+
+static void data_landed(void *arg, int status)
+{
+	struct tp_op *op = arg;
+
+	op->status = status;
+	op->done = true;
+}
+
+/* DATA must carry exactly the frames the READ asked for, WRITTEN must
+ * confirm all of them; anything else fails the transfer. */
+static void handle_transfer(struct node *n, const struct proto_msg *m, const struct pending *p,
+			    struct tp_bulk *bulk)
+{
+	size_t moved = (size_t)m->u.done.count * FRAME_SIZE;
+	bool ok = p->op && moved == p->len &&
+		  ((m->type == PROTO_DATA && p->type == PROTO_READ && bulk && bulk->len == p->len) ||
+		   (m->type == PROTO_WRITTEN && p->type == PROTO_WRITE && !bulk));
+
+	if (!ok) {
+		log_error("memnode %s answered our %s with a mismatched %s", n->addr, proto_type_name(p->type),
+			  proto_type_name(m->type));
+		if (p->op)
+			data_landed(p->op, -EPROTO);
+		node_fail(n, -EPROTO);
+		return;
+	}
+	if (m->type == PROTO_WRITTEN)
+		data_landed(p->op, 0);
+	else if (tp_recv_bulk(n->ep, bulk, p->dst, data_landed, p->op))
+		data_landed(p->op, -EIO);
+}
+
+static void handle_reply(struct node *n, const struct proto_msg *m, const struct pending *p)
+{
+	switch (m->type) {
+	case PROTO_WELCOME:
+		if (m->u.welcome.rkey_len > sizeof(n->rkey))
+			break;
+		n->nid = m->u.welcome.nid;
+		n->credits = m->u.welcome.credits ? m->u.welcome.credits : 1;
+		n->base = m->u.welcome.base;
+		n->pool_frames = m->u.welcome.pool_frames;
+		memcpy(n->rkey, m->u.welcome.rkey, m->u.welcome.rkey_len);
+		n->rkey_len = m->u.welcome.rkey_len;
+		n->welcomed = true;
+		break;
+	case PROTO_CHUNK:
+		n->alloc_pending = false;
+		n->allocs++;
+		/* We only ask while the pool has a free chunk slot, so this cannot
+		 * fail; if it did, the frames stay ours until we disconnect. */
+		if (frame_pool_add(&n->fp, m->u.chunk.pfn, m->u.chunk.count))
+			log_error("frame pool for %s full; %u frames idle until exit", n->addr, m->u.chunk.count);
+		update_rate(n);
+		break;
+	case PROTO_NACK:
+		n->alloc_pending = false;
+		n->nacks++;
+		n->nack_order = m->u.nack.largest_free_order;
+		break;
+	case PROTO_STATS_REPLY:
+		n->last_stats = *m;
+		n->stats_pending = false;
+		break;
+	case PROTO_GOODBYE:
+		n->goodbye = true;
+		break;
+	case PROTO_ERROR:
+		handle_error_reply(n, m, p);
+		break;
+	default: /* FREED needs nothing beyond retiring the request */
+		break;
+	}
+}
+
+static void on_recv(void *arg, struct tp_ep *ep, void *user, const void *msg, size_t len, struct tp_bulk *bulk)
+{
+	struct node *n = user;
+	struct proto_msg m;
+	struct pending p;
+	int err = proto_decode(msg ? msg : "", len, &m);
+
+	(void)arg;
+	(void)ep;
+	if (err) {
+		log_error("malformed %zu-byte reply from memnode %s: %s", len, n->addr, strerror(-err));
+		node_fail(n, -EPROTO);
+		return;
+	}
+	if (!pop_pending(n, m.seq, &p)) {
+		log_warn("memnode %s sent a %s for unknown request %llu", n->addr, proto_type_name(m.type),
+			 (unsigned long long)m.seq);
+		return;
+	}
+	update_rtt(n, &p);
+	if (m.type == PROTO_DATA || m.type == PROTO_WRITTEN || bulk)
+		handle_transfer(n, &m, &p, bulk);
+	else
+		handle_reply(n, &m, &p);
+}
+
+static void on_error(void *arg, struct tp_ep *ep, void *user, int err)
+{
+	(void)arg;
+	(void)ep;
+	node_fail(user, err);
+}
+
+/* Wait conditions: each returns true when the wait is over (including on
+ * failure, which the caller then reports). */
+struct waiter { struct node *n; bool (*cond)(struct node *); struct tp_op *op; };
+
+static bool wait_done(void *arg)
+{
+	struct waiter *w = arg;
+
+	if (w->op)
+		return w->op->done || w->n->fail_err;
+	return w->n->fail_err || w->cond(w->n);
+}
+
+static int wait_for(struct node *n, bool (*cond)(struct node *), struct tp_op *op)
+{
+	struct waiter w = { n, cond, op };
+	int err = tp_run(n->c->tp, wait_done, &w, n->c->spin_ns, n->c->timeout_ns);
+
+	if (err == -EINTR) /* a signal for the program: keep waiting */
+		return wait_for(n, cond, op);
+	if (err == -ETIMEDOUT) {
+		log_error("memnode %s did not answer within %llu ms", n->addr,
+			  (unsigned long long)(n->c->timeout_ns / 1000000));
+		node_fail(n, -ETIMEDOUT);
+	}
+	if (n->fail_err && op && !op->done && n->ep) {
+		/* The transfer may still touch the caller's buffer: closing the
+		 * endpoint cancels it and waits until UCX lets go. */
+		tp_close(n->ep);
+		n->ep = NULL;
+	}
+	return err ? err : n->fail_err;
+}
+
+static bool has_credit(struct node *n) { return n->npend < n->credits && n->npend < MAX_PENDING; }
+static bool is_welcomed(struct node *n) { return n->welcomed || n->reply_err; }
+static bool alloc_settled(struct node *n) { return !n->alloc_pending; }
+static bool no_pending(struct node *n) { return n->npend == 0; }
+static bool stats_done(struct node *n) { return !n->stats_pending || n->reply_err; }
+static bool said_goodbye(struct node *n) { return n->goodbye; }
+
+/* Sends m, first waiting for a credit when all are in use (HPBD §4.2). */
+static int send_with_credit_bulk(struct node *n, struct proto_msg *m, const void *bulk, size_t bulk_len,
+				 struct tp_op *op, void *dst)
+{
+	int err;
+
+	if (n->fail_err)
+		return n->fail_err;
+	if (!has_credit(n)) {
+		err = wait_for(n, has_credit, NULL);
+		if (err)
+			return err;
+	}
+	return send_msg_bulk(n, m, bulk, bulk_len, op, dst);
+}
+
+static int send_with_credit(struct node *n, struct proto_msg *m)
+{
+	return send_with_credit_bulk(n, m, NULL, 0, NULL, NULL);
+}
+
+static int hello(struct node *n)
+{
+	struct proto_msg m = { .type = PROTO_HELLO };
+	int err;
+
+	m.u.hello.client_id = n->c->client_id;
+	m.u.hello.token_len = n->c->token.len;
+	m.u.hello.token = n->c->token.bytes;
+	n->credits = 1; /* until WELCOME grants more */
+	err = send_msg(n, &m);
+	if (!err)
+		err = wait_for(n, is_welcomed, NULL);
+	if (!err && n->reply_err)
+		err = n->reply_err;
+	if (!err && n->rkey_len) /* the memnode offers one-sided access */
+		err = tp_set_rkey(n->ep, n->rkey, n->rkey_len);
+	if (err)
+		log_error("memnode %s: handshake failed: %s%s", n->addr, strerror(-err),
+			  err == -EACCES ? " (does our token-file hold the memnode's token?)" : "");
+	return err;
+}
+
+static int ask_frames(struct node *n, unsigned order)
+{
+	struct proto_msg m = { .type = PROTO_ALLOC };
+	int err;
+
+	m.u.alloc.order = order;
+	err = send_with_credit(n, &m);
+	if (!err) {
+		n->alloc_pending = true;
+		n->nack_order = -2;
+	}
+	return err;
+}
+
+/* Makes sure some frames are in n's pool, waiting if we must: asks with the
+ * configured order, then with the largest order a NACK says is free. */
+static int fill_pool(struct node *n)
+{
+	unsigned order = n->c->order;
+
+	for (;;) {
+		int err;
+
+		if (n->fp.frames)
+			return 0;
+		if (!n->alloc_pending && (err = ask_frames(n, order)))
+			return err;
+		err = wait_for(n, alloc_settled, NULL);
+		if (err)
+			return err;
+		if (n->fp.frames)
+			return 0;
+		if (n->nack_order < 0 || (unsigned)n->nack_order >= order) {
+			n->exhausted_until = now_ns() + EXHAUSTED_BACKOFF_NS;
+			return -ENOSPC;
+		}
+		order = n->nack_order;
+	}
+}
+
+static void replenish_ahead(struct node *n)
+{
+	if (n->alloc_pending || n->fp.frames >= threshold(n) ||
+	    n->fp.nchunks >= FRAME_POOL_MAX_CHUNKS - 1 || now_ns() < n->exhausted_until || !has_credit(n))
+		return;
+	ask_frames(n, n->c->order); /* failure is recorded in the node */
+}
+
+static struct node *get_node(struct comex_client *c, unsigned node)
+{
+	return node < c->nnodes ? &c->node[node] : NULL;
+}
+
+int client_alloc(struct comex_client *c, unsigned node, uint32_t want, uint32_t *pfn_out, uint32_t *count_out)
+{
+	struct node *n = get_node(c, node);
+	int err;
+
+	if (!n || !want)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	err = n->fail_err;
+	if (!err)
+		err = fill_pool(n);
+	if (!err) {
+		frame_pool_take(&n->fp, want, pfn_out, count_out);
+		n->taken_since += *count_out;
+		replenish_ahead(n);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
+static int send_releases(struct node *n)
+{
+	struct proto_msg m = { .type = PROTO_FREE };
+	int err;
+
+	if (!n->nrel || n->fail_err)
+		return n->fail_err;
+	m.u.free.nranges = n->nrel;
+	m.u.free.ranges = n->rel;
+	err = send_with_credit(n, &m);
+	if (!err) {
+		n->releases_sent += n->rel_frames;
+		n->nrel = 0;
+		n->rel_frames = 0;
+	}
+	return err;
+}
+
+/* Queues a run for the next FREE, merging with the previous run when adjacent. */
+static int queue_release(struct node *n, uint32_t pfn, uint32_t count)
+{
+	struct proto_range *last = n->nrel ? &n->rel[n->nrel - 1] : NULL;
+
+	if (last && last->pfn + last->count == pfn)
+		last->count += count;
+	else if (last && pfn + count == last->pfn)
+		last->pfn = pfn, last->count += count;
+	else
+		n->rel[n->nrel++] = (struct proto_range){ pfn, count };
+	n->rel_frames += count;
+	if (n->rel_frames >= n->c->release_batch || n->nrel == PROTO_FREE_MAX_RANGES)
+		return send_releases(n);
+	return 0;
+}
+
+int client_release(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count)
+{
+	struct node *n = get_node(c, node);
+	int err;
+
+	if (!n || !count || (uint64_t)pfn + count > n->pool_frames)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	err = queue_release(n, pfn, count);
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
+int client_flush(struct comex_client *c)
+{
+	int first = 0;
+
+	pthread_mutex_lock(&c->lock);
+	for (unsigned i = 0; i < c->nnodes; i++) {
+		struct node *n = &c->node[i];
+		int err = send_releases(n);
+
+		if (!err)
+			err = wait_for(n, no_pending, NULL);
+		if (err && !first)
+			first = err;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return first;
+}
+
+/* One-sided when the memnode offered its key (data-path rma), otherwise a
+ * READ or WRITE that the memnode checks against the frames it gave us. */
+static int transfer(struct node *n, enum tp_rma_kind kind, uint32_t pfn, uint32_t count, void *local)
+{
+	struct proto_msg m = { .type = kind == TP_GET ? PROTO_READ : PROTO_WRITE };
+	struct tp_op op = { 0 };
+	int err;
+
+	if (n->fail_err)
+		return n->fail_err;
+	if (!count || (uint64_t)pfn + count > n->pool_frames || count > PROTO_MAX_RW_FRAMES)
+		return -ERANGE;
+	if (n->rkey_len) {
+		err = tp_rma(n->ep, kind, local, count * FRAME_SIZE, n->base + pfn * FRAME_SIZE, &op);
+	} else {
+		m.u.rw.pfn = pfn;
+		m.u.rw.count = count;
+		err = send_with_credit_bulk(n, &m, kind == TP_PUT ? local : NULL, count * FRAME_SIZE, &op, local);
+	}
+	if (!err)
+		err = wait_for(n, NULL, &op);
+	if (!err)
+		err = op.status;
+	if (!err && n->rkey_len && kind == TP_PUT) { /* a put completes locally; a flush proves it landed */
+		err = tp_rma(n->ep, TP_FLUSH, NULL, 0, 0, &op);
+		if (!err)
+			err = wait_for(n, NULL, &op);
+		if (!err)
+			err = op.status;
+	}
+	if (err && err != -EPERM && err != -ERANGE)
+		node_fail(n, err);
+	return err;
+}
+
+int client_read(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst)
+{
+	struct node *n = get_node(c, node);
+	int err;
+
+	if (!n)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	err = transfer(n, TP_GET, pfn, count, dst);
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
+int client_write(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, const void *src)
+{
+	struct node *n = get_node(c, node);
+	int err;
+
+	if (!n)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	err = transfer(n, TP_PUT, pfn, count, (void *)src);
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
+int client_node_stats(struct comex_client *c, unsigned node, struct client_node_stats *out)
+{
+	struct node *n = get_node(c, node);
+	struct proto_msg m = { .type = PROTO_STATS };
+	int err;
+
+	if (!n)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	n->reply_err = 0;
+	err = send_with_credit(n, &m);
+	if (!err) {
+		n->stats_pending = true;
+		err = wait_for(n, stats_done, NULL);
+	}
+	if (!err)
+		err = n->reply_err;
+	if (!err)
+		*out = (struct client_node_stats){
+			.nid = n->nid, .pool_free_frames = n->fp.frames,
+			.frames_held = n->last_stats.u.stats.client_frames,
+			.memnode_free_frames = n->last_stats.u.stats.free_frames,
+			.allocs = n->allocs, .nacks = n->nacks, .releases_sent = n->releases_sent,
+			.rtt_us = n->rtt_us, .threshold = threshold(n),
+			.threshold_suggested = suggested_threshold(n),
+		};
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
+unsigned client_nodes(const struct comex_client *c)
+{
+	return c->nnodes;
+}
+
+static uint64_t make_client_id(void)
+{
+	char host[256] = "";
+	uint64_t h = 1469598103934665603ull; /* FNV-1a of the host name, then the pid */
+
+	gethostname(host, sizeof(host) - 1);
+	for (const char *p = host; *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ull;
+	return (h << 32) | (uint32_t)getpid();
+}
+
+static int configure(struct comex_client *c, const struct options *o)
+{
+	const char *tok = opt_str(o, OPT_TOKEN_FILE);
+
+	c->client_id = make_client_id();
+	c->spin_ns = opt_num(o, OPT_CLIENT_SPIN);
+	c->timeout_ns = opt_num(o, OPT_OP_TIMEOUT);
+	c->auto_threshold = opt_num(o, OPT_REPLENISH_THRESHOLD) == OPT_AUTO;
+	c->threshold = c->auto_threshold ? 0 : (uint32_t)opt_num(o, OPT_REPLENISH_THRESHOLD);
+	c->order = opt_num(o, OPT_REPLENISH_ORDER);
+	c->release_batch = opt_num(o, OPT_RELEASE_BATCH);
+	if (c->order > 10) {
+		log_error("option replenish-order: %u is above the largest order 10", c->order);
+		return -EINVAL;
+	}
+	if (!c->timeout_ns) {
+		log_error("option op-timeout: must be above 0, or a dead memnode would hang the program");
+		return -EINVAL;
+	}
+	return *tok ? auth_token_load(tok, &c->token) : 0;
+}
+
+static int connect_node(struct comex_client *c, const char *addr)
+{
+	struct node *n = &c->node[c->nnodes];
+	int err;
+
+	if (c->nnodes == MAX_NODES) {
+		log_error("option memnode: more than %d memnodes", MAX_NODES);
+		return -E2BIG;
+	}
+	snprintf(n->addr, sizeof(n->addr), "%s", addr);
+	n->c = c;
+	frame_pool_init(&n->fp);
+	n->nack_order = -2;
+	err = tp_connect(c->tp, addr, n, &n->ep);
+	if (err)
+		return err;
+	c->nnodes++;
+	return hello(n);
+}
+
+int client_connect(const struct options *o, struct comex_client **out)
+{
+	struct tp_callbacks cb = { .recv = on_recv, .error = on_error };
+	struct comex_client *c = calloc(1, sizeof(*c));
+	char addr[256];
+	int err;
+
+	if (!c)
+		return -ENOMEM;
+	pthread_mutex_init(&c->lock, NULL);
+	cb.arg = c;
+	err = configure(c, o);
+	if (err)
+		goto cleanup_client;
+	err = tp_create(&cb, true, &c->tp);
+	if (err)
+		goto cleanup_client;
+	for (unsigned i = 0; !(err = opt_list_item(o, OPT_MEMNODE, i, addr, sizeof(addr))); i++)
+		if ((err = connect_node(c, addr)))
+			goto cleanup_tp;
+	if (!c->nnodes) {
+		log_error("option memnode: no memnode given");
+		err = -EINVAL;
+		goto cleanup_tp;
+	}
+	*out = c;
+	return 0;
+
+cleanup_tp:
+	client_close(c);
+	return err;
+cleanup_client:
+	free(c);
+	return err;
+}
+
+void client_close(struct comex_client *c)
+{
+	if (!c)
+		return;
+	client_flush(c);
+	pthread_mutex_lock(&c->lock);
+	for (unsigned i = 0; i < c->nnodes; i++) {
+		struct node *n = &c->node[i];
+		struct proto_msg m = { .type = PROTO_BYE };
+
+		if (n->ep && !n->fail_err && !send_with_credit(n, &m))
+			wait_for(n, said_goodbye, NULL);
+		if (n->ep)
+			tp_close(n->ep);
+		n->ep = NULL;
+	}
+	pthread_mutex_unlock(&c->lock);
+	tp_destroy(c->tp);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}

@@ -1,0 +1,51 @@
+/* client: the compute-node side of comex. Connects to every configured
+ * memnode up front (COMEX §3.2), keeps per-memnode frame pools replenished
+ * ahead of need (threshold T, §3.3.3), releases frames in batches, and moves
+ * contiguous frame runs with one UCX get/put. Thread-safe (one internal lock);
+ * nodes are numbered 0..client_nodes()-1 in configuration order. */
+#ifndef COMEX_CLIENT_H
+#define COMEX_CLIENT_H
+
+#include <stdint.h>
+
+struct comex_client;
+struct options;
+
+/* Reads memnode, token-file, replenish-*, release-batch, op-timeout,
+ * client-spin from o. Fails (logged, naming the memnode) if any memnode
+ * cannot be reached or refuses us. */
+int client_connect(const struct options *o, struct comex_client **out);
+/* Says BYE to every node (which frees our frames there) and disconnects. */
+void client_close(struct comex_client *c);
+unsigned client_nodes(const struct comex_client *c);
+
+/* Takes 1..want contiguous free frames on node from its pool, replenishing
+ * as needed (proactively below T). -ENOSPC when that memnode has no room
+ * (the caller rehashes to another node). */
+int client_alloc(struct comex_client *c, unsigned node, uint32_t want, uint32_t *pfn_out, uint32_t *count_out);
+/* Queues frames for release; sent in one FREE once release-batch frames are
+ * queued, or by client_flush(). */
+int client_release(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count);
+/* Sends queued releases and waits until every node has answered them. */
+int client_flush(struct comex_client *c);
+
+/* Copies count contiguous frames starting at pfn from node into dst (one get). */
+int client_read(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst);
+/* Copies src into count frames at pfn on node (one put) and returns once the
+ * data is in the memnode's memory, so the local copy may be dropped. */
+int client_write(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, const void *src);
+
+struct client_node_stats {
+	uint16_t nid;                  /* the memnode's own id */
+	uint64_t pool_free_frames;     /* in our local frame pool */
+	uint64_t frames_held;          /* allocated to us on the memnode (its count) */
+	uint64_t memnode_free_frames;  /* free in the memnode's buddy */
+	uint64_t allocs, nacks, releases_sent;
+	double rtt_us;                 /* EWMA of control round trips */
+	uint32_t threshold;            /* T in force */
+	uint32_t threshold_suggested;  /* Eq. (1): consumption rate x RTT */
+};
+/* Local counters plus one STATS round trip to the node. */
+int client_node_stats(struct comex_client *c, unsigned node, struct client_node_stats *out);
+
+#endif

@@ -1,0 +1,99 @@
+/* comex: the command-line front end. Each subcommand parses the one options
+ * table for its scope and hands over to its module. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <stdlib.h>
+
+#include "auth.h"
+#include "check.h"
+#include "log.h"
+#include "memnode.h"
+#include "options.h"
+
+#define COMEX_VERSION "0.1.0"
+
+static int cmd_memnode(int argc, char **argv)
+{
+	static struct options o;
+	int first, err = options_configure(&o, SC_MEMNODE, argc, argv, &first);
+
+	if (err)
+		return err == -ECANCELED ? 0 : 2;
+	if (first < argc) {
+		log_error("memnode takes no arguments, got '%s'", argv[first]);
+		return 2;
+	}
+	return memnode_main(&o) ? 1 : 0;
+}
+
+static int cmd_check(int argc, char **argv)
+{
+	static struct options o;
+	int first, err = options_configure(&o, SC_CLIENT, argc, argv, &first);
+	long pages = 20000;
+
+	if (err)
+		return err == -ECANCELED ? 0 : 2;
+	if (first < argc)
+		pages = strtol(argv[first], NULL, 10);
+	if (pages <= 0 || pages > 1 << 24) {
+		log_error("check: PAGES must be 1..16777216, got '%s'", argv[first]);
+		return 2;
+	}
+	return check_main(&o, pages) ? 1 : 0;
+}
+
+static int cmd_token(int argc, char **argv)
+{
+	if (argc != 2 || argv[1][0] == '-') {
+		fprintf(stderr, "usage: comex token FILE   (creates FILE, mode 0600, with a new random secret)\n");
+		return 2;
+	}
+	if (auth_token_generate(argv[1]))
+		return 1;
+	printf("wrote a new cluster token to %s; give the same file (mode 0600) to every memnode and client\n", argv[1]);
+	return 0;
+}
+
+static int cmd_help_options(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "--markdown"))
+		options_markdown(stdout);
+	else
+		options_help(stdout, SC_ALL);
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "comex %s: cooperative memory expansion\n\n"
+		   "usage: comex COMMAND [OPTIONS]\n\n"
+		   "  memnode        contribute memory to the pool (comex memnode --help)\n"
+		   "  check [PAGES]  write, read back and verify pages on every --memnode\n"
+		   "  token FILE     create a cluster token file\n"
+		   "  help-options   list every option [--markdown]\n"
+		   "  version        print the version\n", COMEX_VERSION);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
+		{ "memnode", cmd_memnode }, { "check", cmd_check }, { "token", cmd_token }, { "help-options", cmd_help_options },
+	};
+
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
+		printf("comex %s\n", COMEX_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].fn(argc - 1, argv + 1);
+	log_error("unknown command '%s'; see comex --help", argv[1]);
+	return 2;
+}

@@ -1,0 +1,394 @@
+/* The memnode event loop. One thread: UCX progress, request handling and
+ * connection teardown all happen here, so serve.c and buddy.c need no locks.
+ * Connections are closed outside UCX callbacks: a callback only marks them. */
+#include "memnode.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "log.h"
+#include "options.h"
+#include "proto.h"
+#include "serve.h"
+#include "transport.h"
+
+#define FRAME_SIZE 4096ull
+#define HUGE_SIZE (2ull << 20)
+/* A client that was told to go (bad token, BYE) gets this long to read the
+ * reply and hang up before we force the connection closed. */
+#define CLOSE_GRACE_NS 1000000000ull
+
+struct mconn {
+	uint32_t conn;           /* serve.c connection id; 0 once disconnected */
+	struct tp_ep *ep;
+	uint64_t close_at;       /* 0: open; else monotonic ns when to force-close */
+	struct mconn *next;
+};
+
+struct memnode {
+	struct tp *tp;
+	struct serve *serve;
+	struct mconn *conns;
+	unsigned close_due;      /* conns whose close is due now (error seen) */
+	uint8_t reply[PROTO_MAX_MSG];
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* Hugetlbfs pages when reserved, else THP via madvise, else 4 KiB pages. */
+static int pool_alloc(size_t bytes, bool huge, bool lock, void **out)
+{
+	void *p = MAP_FAILED;
+
+	if (huge && bytes % HUGE_SIZE == 0)
+		p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE, -1, 0);
+	if (p == MAP_FAILED) {
+		p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED) {
+			log_error("cannot map a pool of %zu bytes: %m", bytes);
+			return -ENOMEM;
+		}
+		if (huge)
+			madvise(p, bytes, MADV_HUGEPAGE);
+		/* Populate now so that the first client write does not pay for it. */
+		if (madvise(p, bytes, MADV_POPULATE_WRITE))
+			memset(p, 0, bytes);
+	}
+	if (lock && mlock(p, bytes))
+		log_warn("cannot lock the %zu-byte pool in RAM (%m); it may be swapped: raise RLIMIT_MEMLOCK "
+			 "(ulimit -l) or run as root", bytes);
+	*out = p;
+	return 0;
+}
+
+/* Claims a core for busy-polling so that no two memnodes on this machine spin
+ * on the same core, leaving core 0 to everything else. The claim is a flock
+ * held until exit. Returns false when none is free. */
+static bool claim_spin_core(void)
+{
+	cpu_set_t set;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return false;
+	for (long cpu = ncpu - 1; cpu >= 1; cpu--) {
+		char path[64];
+		int fd;
+
+		if (!CPU_ISSET(cpu, &set))
+			continue;
+		snprintf(path, sizeof(path), "/dev/shm/comex-spin-cpu%ld.lock", cpu);
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (fd < 0)
+			continue;
+		if (flock(fd, LOCK_EX | LOCK_NB)) {
+			close(fd);
+			continue;
+		}
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+		if (sched_setaffinity(0, sizeof(set), &set))
+			log_warn("cannot pin the polling thread to core %ld: %m", cpu);
+		log_info("busy-polling on core %ld", cpu);
+		return true; /* fd stays open: the claim lasts as long as we do */
+	}
+	return false;
+}
+
+static void *on_accept(void *arg, struct tp_ep *ep)
+{
+	struct memnode *m = arg;
+	struct mconn *c = calloc(1, sizeof(*c));
+
+	if (!c) {
+		log_error("out of memory for a new connection; refusing it");
+		return NULL;
+	}
+	if (serve_connect(m->serve, &c->conn)) {
+		log_warn("refusing a connection: max-clients reached");
+		free(c);
+		return NULL;
+	}
+	c->ep = ep;
+	c->next = m->conns;
+	m->conns = c;
+	return c;
+}
+
+static void schedule_close(struct memnode *m, struct mconn *c, bool now)
+{
+	if (c->conn) {
+		serve_disconnect(m->serve, c->conn);
+		c->conn = 0;
+	}
+	if (now) {
+		if (c->close_at != 1)
+			m->close_due++;
+		c->close_at = 1;
+	} else if (!c->close_at) {
+		c->close_at = now_ns() + CLOSE_GRACE_NS;
+	}
+}
+
+static struct mconn *find_conn(struct memnode *m, uint32_t conn)
+{
+	for (struct mconn *c = m->conns; c; c = c->next)
+		if (c->conn == conn)
+			return c;
+	return NULL;
+}
+
+static void send_reply(struct memnode *m, struct mconn *c, const void *reply, size_t rlen,
+		       const void *bulk, size_t bulk_len)
+{
+	int err = tp_send(c->ep, reply, rlen, bulk, bulk_len);
+
+	if (err) {
+		log_warn("cannot send a reply to connection %u: %s", c->conn, strerror(-err));
+		schedule_close(m, c, false);
+	}
+}
+
+/* A WRITE whose pages are on their way into the pool; the WRITTEN reply
+ * waits for them. Holds the conn id, not the conn, which may go meanwhile. */
+struct landing {
+	struct memnode *m;
+	uint32_t conn;
+	size_t rlen;
+	uint8_t reply[];
+};
+
+static void write_landed(void *arg, int status)
+{
+	struct landing *l = arg;
+	struct mconn *c = find_conn(l->m, l->conn);
+
+	if (c && !status)
+		send_reply(l->m, c, l->reply, l->rlen, NULL, 0);
+	else if (c) {
+		log_warn("connection %u: receiving WRITE data failed: %s", l->conn, strerror(-status));
+		schedule_close(l->m, c, false);
+	}
+	free(l);
+}
+
+static void receive_write(struct memnode *m, struct mconn *c, struct tp_bulk *bulk,
+			  const struct serve_bulk *sb, size_t rlen)
+{
+	struct landing *l = malloc(sizeof(*l) + rlen);
+
+	if (!l) {
+		log_error("out of memory receiving a WRITE on connection %u; closing it", c->conn);
+		schedule_close(m, c, false);
+		return;
+	}
+	*l = (struct landing){ m, c->conn, rlen };
+	memcpy(l->reply, m->reply, rlen);
+	if (tp_recv_bulk(c->ep, bulk, sb->addr, write_landed, l)) {
+		free(l);
+		schedule_close(m, c, false);
+	}
+}
+
+static void on_recv(void *arg, struct tp_ep *ep, void *user, const void *msg, size_t len, struct tp_bulk *bulk)
+{
+	struct memnode *m = arg;
+	struct mconn *c = user;
+	struct serve_bulk sb;
+	size_t rlen;
+	int rc;
+
+	(void)ep;
+	if (!c->conn)
+		return; /* closing: the client was already answered */
+	rc = serve_handle(m->serve, c->conn, msg ? msg : "", len, bulk ? bulk->len : 0,
+			  m->reply, sizeof(m->reply), &rlen, &sb);
+	if (rc < 0)
+		return;
+	if (sb.len && sb.incoming && bulk)
+		receive_write(m, c, bulk, &sb, rlen);
+	else
+		send_reply(m, c, m->reply, rlen, sb.len ? sb.addr : NULL, sb.len);
+	if (rc == SERVE_CLOSE)
+		schedule_close(m, c, false);
+}
+
+static void on_error(void *arg, struct tp_ep *ep, void *user, int err)
+{
+	struct mconn *c = user;
+
+	(void)ep;
+	if (c->conn)
+		log_info("connection %u ended: %s", c->conn, strerror(-err));
+	schedule_close(arg, c, true);
+}
+
+static bool has_work(void *arg)
+{
+	struct memnode *m = arg;
+
+	return stop_requested || m->close_due;
+}
+
+/* Force-closes every connection whose time has come; returns the earliest
+ * pending deadline (0 = none). */
+static uint64_t reap(struct memnode *m, bool all)
+{
+	uint64_t now = now_ns(), next = 0;
+
+	for (struct mconn **pc = &m->conns, *c; (c = *pc);) {
+		if (all || c->close_at == 1 || (c->close_at && c->close_at <= now)) {
+			schedule_close(m, c, false);
+			*pc = c->next;
+			tp_close(c->ep);
+			free(c);
+			continue;
+		}
+		if (c->close_at && (!next || c->close_at < next))
+			next = c->close_at;
+		pc = &c->next;
+	}
+	m->close_due = 0;
+	return next;
+}
+
+static int event_loop(struct memnode *m, uint64_t spin_ns)
+{
+	uint64_t next = 0;
+
+	while (!stop_requested) {
+		uint64_t now = now_ns();
+		uint64_t timeout = next ? (next > now ? next - now : 1) : 0;
+		int err = tp_run(m->tp, has_work, m, spin_ns, timeout);
+
+		if (err && err != -ETIMEDOUT && err != -EINTR)
+			return err;
+		next = reap(m, false);
+	}
+	return 0;
+}
+
+static bool is_loopback(const char *hostport)
+{
+	return !strncmp(hostport, "127.", 4) || !strncmp(hostport, "localhost:", 10) ||
+	       !strncmp(hostport, "[::1]:", 6);
+}
+
+static int load_auth(const struct options *o, struct auth_token *tok, bool *use_token)
+{
+	const char *path = opt_str(o, OPT_TOKEN_FILE), *listen = opt_str(o, OPT_LISTEN);
+
+	*use_token = false;
+	if (*path)
+		return *use_token = true, auth_token_load(path, tok);
+	if (!opt_num(o, OPT_ALLOW_NO_TOKEN)) {
+		log_error("no cluster token: pass --token-file FILE (create one with 'comex token FILE'), "
+			  "or --allow-no-token for a loopback-only memnode");
+		return -EACCES;
+	}
+	if (!is_loopback(listen)) {
+		log_error("refusing to listen on %s without a token: anyone who can reach it could read "
+			  "clients' memory; pass --token-file FILE", listen);
+		return -EACCES;
+	}
+	return 0;
+}
+
+static uint16_t derive_nid(uint16_t port)
+{
+	return port ? port : 1; /* a stable per-listener id; 0 is reserved for "derive" */
+}
+
+int memnode_main(const struct options *o)
+{
+	static struct auth_token tok;
+	struct memnode m = { 0 };
+	struct tp_callbacks cb = { .recv = on_recv, .accept = on_accept, .error = on_error, .arg = &m };
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct tp_listen_info li;
+	struct serve_config sc;
+	uint64_t bytes = opt_num(o, OPT_POOL) & ~(FRAME_SIZE - 1);
+	uint64_t spin = opt_num(o, OPT_IDLE_SPIN);
+	bool use_token, rma = !strcmp(opt_str(o, OPT_DATA_PATH), "rma");
+	void *pool;
+	int err;
+
+	log_set_prefix("comex-memnode");
+	if (!rma && strcmp(opt_str(o, OPT_DATA_PATH), "validated")) {
+		log_error("option data-path: '%s' is neither 'validated' nor 'rma'", opt_str(o, OPT_DATA_PATH));
+		return -EINVAL;
+	}
+	if (bytes < FRAME_SIZE || bytes / FRAME_SIZE > UINT32_MAX) {
+		log_error("option pool: %llu bytes is outside 4 KiB .. 16 TiB", (unsigned long long)opt_num(o, OPT_POOL));
+		return -EINVAL;
+	}
+	if (opt_num(o, OPT_NID) > UINT16_MAX) {
+		log_error("option nid: %llu does not fit 16 bits", (unsigned long long)opt_num(o, OPT_NID));
+		return -EINVAL;
+	}
+	err = load_auth(o, &tok, &use_token);
+	if (err)
+		return err;
+	err = pool_alloc(bytes, opt_num(o, OPT_HUGEPAGES), opt_num(o, OPT_MLOCK), &pool);
+	if (err)
+		return err;
+	err = tp_create(&cb, rma, &m.tp);
+	if (err)
+		goto cleanup_pool;
+	err = tp_listen(m.tp, opt_str(o, OPT_LISTEN), pool, bytes, &li);
+	if (err)
+		goto cleanup_tp;
+	sc = (struct serve_config){
+		.pool_frames = bytes / FRAME_SIZE,
+		.nid = opt_num(o, OPT_NID) ? opt_num(o, OPT_NID) : derive_nid(li.port),
+		.credits = opt_num(o, OPT_CREDITS), .max_clients = opt_num(o, OPT_MAX_CLIENTS),
+		.base = (uintptr_t)pool, .pool = pool, .rkey = li.rkey, .rkey_len = li.rkey_len,
+		.token = use_token ? &tok : NULL,
+	};
+	err = serve_create(&sc, &m.serve);
+	if (err)
+		goto cleanup_tp;
+	if (spin && !claim_spin_core()) {
+		log_info("every polling core is claimed by another memnode; sleeping between requests");
+		spin = 0;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	log_info("nid %u serving %llu MiB on port %u (%s, %s data path)", sc.nid,
+		 (unsigned long long)(bytes >> 20), li.port, use_token ? "token required" : "no authentication",
+		 rma ? "one-sided rma" : "validated");
+	err = event_loop(&m, spin);
+	reap(&m, true);
+	serve_destroy(m.serve);
+	log_info("stopped");
+cleanup_tp:
+	tp_destroy(m.tp);
+cleanup_pool:
+	munmap(pool, bytes);
+	return err;
+}

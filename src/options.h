@@ -1,0 +1,50 @@
+/* options: the single options table (options_table.h) and its sources, in
+ * increasing precedence: defaults, config file, COMEX_* environment, command
+ * line. Values live in fixed storage (no malloc), so the preloaded runtime can
+ * use it too. A bad value is an error naming the option and where it came from. */
+#ifndef COMEX_OPTIONS_H
+#define COMEX_OPTIONS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+enum opt_type { OPT_STR, OPT_UINT, OPT_UINT_AUTO, OPT_SIZE, OPT_BOOL, OPT_DURATION, OPT_LIST };
+enum opt_scope { SC_MEMNODE = 1, SC_CLIENT = 2, SC_RUN = 4, SC_ALL = 7 };
+
+enum opt_id {
+#define OPT(id, name, type, def, unit, scope, doc) OPT_##id,
+#include "options_table.h"
+#undef OPT
+	OPT_COUNT
+};
+
+#define OPT_STR_MAX 512
+#define OPT_AUTO UINT64_MAX /* numeric value of an OPT_UINT_AUTO set to 'auto' */
+
+struct options {
+	struct opt_value {
+		uint64_t num;           /* UINT/SIZE(bytes)/BOOL/DURATION(ns) */
+		char str[OPT_STR_MAX];  /* the text as given (LIST: comma-separated) */
+		const char *origin;     /* "default", "environment", a path, "command line" */
+	} v[OPT_COUNT];
+};
+
+/* Fills o from all sources for a command of the given scope. argv holds the
+ * command's own arguments (argv[0] is the command name); parsing stops at
+ * "--" or the first non-option, whose index is stored in *first_arg_out.
+ * -EINVAL (logged) on any bad name or value; "--help" returns -ECANCELED
+ * after printing help for the scope. */
+int options_configure(struct options *o, unsigned scope, int argc, char **argv, int *first_arg_out);
+/* Sets one option by name from a text value; origin must outlive o. */
+int options_set(struct options *o, const char *name, const char *value, const char *origin);
+
+static inline uint64_t opt_num(const struct options *o, enum opt_id id) { return o->v[id].num; }
+static inline const char *opt_str(const struct options *o, enum opt_id id) { return o->v[id].str; }
+
+/* Item i of an OPT_LIST into buf; -ENOENT past the end. */
+int opt_list_item(const struct options *o, enum opt_id id, unsigned i, char *buf, size_t cap);
+
+void options_help(FILE *f, unsigned scope);  /* --help text */
+void options_markdown(FILE *f);              /* docs/OPTIONS.md */
+
+#endif

@@ -1,0 +1,61 @@
+/* serve: the memnode's request handling, independent of the transport: it
+ * authenticates connections, validates every request and answers from the
+ * buddy allocator. The transport feeds it raw messages and sends its replies;
+ * the fuzzer drives it directly. Not thread-safe (the memnode is one thread). */
+#ifndef COMEX_SERVE_H
+#define COMEX_SERVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "auth.h"
+
+struct serve;
+
+struct serve_config {
+	uint32_t pool_frames;
+	uint16_t nid;
+	uint32_t credits;
+	uint32_t max_clients;
+	uint64_t base;                   /* remote address of frame 0, for WELCOME */
+	uint8_t *pool;                   /* local address of frame 0: READ/WRITE data */
+	const void *rkey; size_t rkey_len;
+	const struct auth_token *token;  /* NULL: no authentication (loopback only) */
+};
+
+/* serve_handle() return value: send the reply, then close the connection. */
+#define SERVE_CLOSE 1
+
+int serve_create(const struct serve_config *cfg, struct serve **out);
+void serve_destroy(struct serve *s);
+
+/* A new connection; conn ids are never reused. -EMFILE beyond max_clients. */
+int serve_connect(struct serve *s, uint32_t *conn_out);
+/* Connection gone: returns all its frames to the pool. Unknown conn ignored. */
+void serve_disconnect(struct serve *s, uint32_t conn);
+
+/* Pages that travel with a request or its reply (validated data path). */
+struct serve_bulk {
+	void *addr;     /* inside the pool */
+	size_t len;     /* 0: no pages */
+	bool incoming;  /* WRITE: receive len bytes into addr, then send the reply;
+			 * else (READ): send len bytes from addr with the reply */
+};
+
+/* Handles one request of len bytes from conn (carrying bulk_len bytes of
+ * pages) and writes exactly one reply (reply_cap >= PROTO_MAX_MSG) and the
+ * pages to move in *bulk. Returns 0, SERVE_CLOSE, or -ENOENT for an unknown
+ * conn, -EINVAL for a short reply buffer (no reply). Never fails on
+ * malformed input: that gets an ERROR reply and a log line. */
+int serve_handle(struct serve *s, uint32_t conn, const void *req, size_t len, size_t bulk_len,
+		 void *reply, size_t reply_cap, size_t *reply_len, struct serve_bulk *bulk);
+
+struct serve_stats {
+	uint64_t pool_frames, free_frames;
+	uint64_t allocs, nacks, frees, errors;
+	uint32_t clients;
+};
+void serve_stats(const struct serve *s, struct serve_stats *out);
+
+#endif

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# CLI contract: generated docs current, bad options named, token rules, refusal to run open on a public address.
+set -u
+bin=${COMEX_BIN:?}; src=${COMEX_SRC:?}
+dir=$(mktemp -d /tmp/comex-cli.XXXXXX); trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$bin" help-options --markdown | diff -u "$src/docs/OPTIONS.md" - >/dev/null \
+  || fail "docs/OPTIONS.md is stale: run 'build/comex help-options --markdown > docs/OPTIONS.md'"
+
+out=$("$bin" memnode --pool lots 2>&1) && fail "bad size accepted"
+grep -q "option pool (from command line): 'lots' is not a size" <<<"$out" || fail "bad size message: $out"
+out=$(COMEX_IDLE_SPIN=fast "$bin" memnode 2>&1) && fail "bad env accepted"
+grep -q "option idle-spin (from environment)" <<<"$out" || fail "env error does not name the option: $out"
+printf 'pool = 1G\nbogus = 1\n' >"$dir/bad.conf"
+out=$("$bin" memnode --config "$dir/bad.conf" 2>&1) && fail "unknown config key accepted"
+grep -q "unknown option 'bogus' (from $dir/bad.conf)" <<<"$out" || fail "config error: $out"
+out=$("$bin" memnode --no-such-flag 1 2>&1) && fail "unknown flag accepted"
+grep -q "unknown option --no-such-flag" <<<"$out" || fail "flag error: $out"
+
+out=$("$bin" memnode --pool 4M 2>&1) && fail "memnode without token started"
+grep -q "no cluster token" <<<"$out" || fail "no-token message: $out"
+out=$("$bin" memnode --pool 4M --allow-no-token --listen 0.0.0.0:0 2>&1) && fail "open memnode on a public address started"
+grep -q "refusing to listen on 0.0.0.0:0 without a token" <<<"$out" || fail "public no-token message: $out"
+
+"$bin" token "$dir/tok" >/dev/null || fail "token generation"
+[ "$(stat -c %a "$dir/tok")" = 600 ] || fail "token mode is not 0600"
+"$bin" token "$dir/tok" >/dev/null 2>&1 && fail "token overwrote an existing file"
+chmod 644 "$dir/tok"
+out=$("$bin" memnode --pool 4M --token-file "$dir/tok" 2>&1) && fail "world-readable token accepted"
+grep -q "chmod 600" <<<"$out" || fail "token permission message does not say how to fix: $out"
+grep -q "$(head -c 16 "$dir/tok")" <<<"$out" && fail "token content leaked into the log"
+out=$("$bin" memnode --pool 4M --data-path magic --allow-no-token 2>&1) && fail "bad data-path accepted"
+grep -q "option data-path" <<<"$out" || fail "data-path message: $out"
+echo "e2e_cli: ok"

@@ -1,0 +1,253 @@
+/* End to end over real `comex memnode` processes and UCX over TCP: 100 000 pages
+ * round trip, two clients, tokens, isolation, disconnect clean-up, full pool,
+ * one-sided mode, and dead or stopped memnodes. */
+#include <pthread.h>
+
+#include "e2e.h"
+
+#define MIB "M"
+static char token[256], other_token[256];
+
+struct run { uint32_t pfn, count; };
+
+/* Writes npages pages in runs of 1..64 frames, reads them back in another
+ * order with other run boundaries, and checks every byte. */
+static void roundtrip(struct comex_client *c, unsigned node, uint32_t npages, uint64_t seed)
+{
+	struct run *runs = calloc(npages, sizeof(*runs));
+	uint64_t *buf = malloc(64 * 4096);
+	uint32_t nruns = 0, done = 0;
+
+	CHECK(runs && buf);
+	while (done < npages) {
+		uint32_t want = 1 + mix64(seed + done) % 64, pfn, got;
+
+		if (want > npages - done)
+			want = npages - done;
+		CHECK(client_alloc(c, node, want, &pfn, &got) == 0);
+		for (uint32_t i = 0; i < got; i++)
+			fill_page(buf + i * 512, pfn + i, seed);
+		CHECK(client_write(c, node, pfn, got, buf) == 0);
+		runs[nruns++] = (struct run){ pfn, got };
+		done += got;
+	}
+	for (uint32_t i = nruns - 1; i > 0; i--) { /* shuffle */
+		uint32_t j = mix64(seed ^ i) % (i + 1);
+		struct run t = runs[i];
+		runs[i] = runs[j];
+		runs[j] = t;
+	}
+	for (uint32_t r = 0; r < nruns; r++) {
+		/* read the run in two pieces to cross the write boundaries */
+		uint32_t first = runs[r].count / 2;
+		if (first)
+			CHECK(client_read(c, node, runs[r].pfn, first, buf) == 0);
+		CHECK(client_read(c, node, runs[r].pfn + first, runs[r].count - first, buf + first * 512) == 0);
+		for (uint32_t i = 0; i < runs[r].count; i++)
+			CHECK(page_ok(buf + i * 512, runs[r].pfn + i, seed));
+		CHECK(client_release(c, node, runs[r].pfn, runs[r].count) == 0);
+	}
+	CHECK(client_flush(c) == 0);
+	free(runs);
+	free(buf);
+}
+
+static void test_roundtrip_100k(void)
+{
+	struct memnode_proc mn;
+	struct comex_client *c;
+	struct client_node_stats st;
+
+	memnode_start(&mn, (const char *[]){ "--pool", "512M", "--token-file", token, NULL });
+	CHECK(client_for((const char *[]){ "--memnode", mn.addr, "--token-file", token, NULL }, &c) == 0);
+	roundtrip(c, 0, 100000, 1);
+	CHECK(client_node_stats(c, 0, &st) == 0);
+	/* everything released: the memnode holds for us only what our pool keeps */
+	CHECK(st.frames_held == st.pool_free_frames);
+	CHECK(st.allocs > 0 && st.rtt_us > 0);
+	client_close(c);
+	memnode_stop(&mn);
+	fprintf(stderr, "roundtrip_100k: ok (rtt %.1f us, T %u, suggested %u)\n", st.rtt_us, st.threshold,
+		st.threshold_suggested);
+}
+
+struct worker_arg { const char *addr; uint64_t seed; };
+
+static void *client_thread(void *p)
+{
+	struct worker_arg *a = p;
+	struct comex_client *c;
+
+	CHECK(client_for((const char *[]){ "--memnode", a->addr, "--token-file", token, NULL }, &c) == 0);
+	roundtrip(c, 0, 20000, a->seed);
+	client_close(c);
+	return NULL;
+}
+
+static void test_two_clients(void)
+{
+	struct memnode_proc mn;
+	pthread_t t[2];
+	struct worker_arg a[2];
+
+	memnode_start(&mn, (const char *[]){ "--pool", "256M", "--token-file", token, NULL });
+	for (int i = 0; i < 2; i++) {
+		a[i] = (struct worker_arg){ mn.addr, 100 + i };
+		CHECK(pthread_create(&t[i], NULL, client_thread, &a[i]) == 0);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	memnode_stop(&mn);
+	fprintf(stderr, "two_clients: ok\n");
+}
+
+static void test_tokens_and_isolation(void)
+{
+	struct memnode_proc mn;
+	struct comex_client *a, *b;
+	struct client_node_stats st;
+	uint64_t page[512];
+	uint32_t pfn, got;
+
+	memnode_start(&mn, (const char *[]){ "--pool", "64M", "--token-file", token, NULL });
+	CHECK(client_for((const char *[]){ "--memnode", mn.addr, "--token-file", other_token, NULL }, &b) == -EACCES);
+	CHECK(client_for((const char *[]){ "--memnode", mn.addr, NULL }, &b) == -EACCES);
+	CHECK(client_for((const char *[]){ "--memnode", mn.addr, "--token-file", token, NULL }, &a) == 0);
+	CHECK(client_for((const char *[]){ "--memnode", mn.addr, "--token-file", token, NULL }, &b) == 0);
+	CHECK(client_alloc(a, 0, 1, &pfn, &got) == 0 && got == 1);
+	fill_page(page, pfn, 7);
+	CHECK(client_write(a, 0, pfn, 1, page) == 0);
+	memset(page, 0, sizeof(page));
+	CHECK(client_read(b, 0, pfn, 1, page) == -EPERM);      /* B cannot read A's frame */
+	CHECK(client_write(b, 0, pfn, 1, page) == -EPERM);     /* nor overwrite it */
+	CHECK(client_release(b, 0, pfn, 1) == 0);
+	client_flush(b);                                       /* the memnode refuses that FREE */
+	CHECK(client_read(a, 0, pfn, 1, page) == 0 && page_ok(page, pfn, 7));
+	CHECK(client_node_stats(a, 0, &st) == 0 && st.frames_held >= 1);
+	client_close(b);
+	client_close(a);
+	memnode_stop(&mn);
+	fprintf(stderr, "tokens_and_isolation: ok\n");
+}
+
+static uint64_t memnode_free(const char *addr)
+{
+	struct comex_client *c;
+	struct client_node_stats st;
+
+	CHECK(client_for((const char *[]){ "--memnode", addr, "--token-file", token, NULL }, &c) == 0);
+	CHECK(client_node_stats(c, 0, &st) == 0);
+	client_close(c);
+	return st.memnode_free_frames;
+}
+
+static void test_disconnect_returns_frames(void)
+{
+	struct memnode_proc mn;
+	struct comex_client *c;
+	uint32_t pfn, got;
+	pid_t child;
+	int st;
+
+	memnode_start(&mn, (const char *[]){ "--pool", "64M", "--token-file", token, NULL });
+	CHECK(memnode_free(mn.addr) == 16384);
+	CHECK(client_for((const char *[]){ "--memnode", mn.addr, "--token-file", token, NULL }, &c) == 0);
+	for (int i = 0; i < 100; i++)
+		CHECK(client_alloc(c, 0, 64, &pfn, &got) == 0);
+	client_close(c); /* BYE */
+	CHECK(memnode_free(mn.addr) == 16384);
+	child = fork();
+	if (!child) { /* a client that dies without saying goodbye */
+		CHECK(client_for((const char *[]){ "--memnode", mn.addr, "--token-file", token, NULL }, &c) == 0);
+		for (int i = 0; i < 100; i++)
+			CHECK(client_alloc(c, 0, 64, &pfn, &got) == 0);
+		_exit(0);
+	}
+	CHECK(waitpid(child, &st, 0) == child && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	for (int tries = 0; memnode_free(mn.addr) != 16384; tries++) {
+		CHECK(tries < 1000); /* the memnode notices the reset asynchronously */
+		usleep(10000);
+	}
+	memnode_stop(&mn);
+	fprintf(stderr, "disconnect_returns_frames: ok\n");
+}
+
+static void test_full_pool(void)
+{
+	struct memnode_proc mn;
+	struct comex_client *c;
+	uint32_t pfn, got;
+	uint64_t total = 0;
+	int err;
+
+	memnode_start(&mn, (const char *[]){ "--pool", "4M", "--token-file", token, NULL });
+	CHECK(client_for((const char *[]){ "--memnode", mn.addr, "--token-file", token, "--replenish-order", "6", NULL }, &c) == 0);
+	while (!(err = client_alloc(c, 0, 1000, &pfn, &got)))
+		total += got;
+	CHECK(err == -ENOSPC);
+	CHECK(total == 1024);
+	client_close(c);
+	memnode_stop(&mn);
+	fprintf(stderr, "full_pool: ok\n");
+}
+
+static void test_rma_path(void)
+{
+	struct memnode_proc mn;
+	struct comex_client *c;
+
+	memnode_start(&mn, (const char *[]){ "--pool", "128M", "--token-file", token, "--data-path", "rma", NULL });
+	CHECK(client_for((const char *[]){ "--memnode", mn.addr, "--token-file", token, NULL }, &c) == 0);
+	roundtrip(c, 0, 20000, 5);
+	client_close(c);
+	memnode_stop(&mn);
+	fprintf(stderr, "rma_path: ok\n");
+}
+
+static void test_memnode_dies(int sig)
+{
+	struct memnode_proc mn;
+	struct comex_client *c;
+	uint64_t page[512];
+	uint32_t pfn, got;
+	int err, st;
+
+	memnode_start(&mn, (const char *[]){ "--pool", "64M", "--token-file", token, NULL });
+	CHECK(client_for((const char *[]){ "--memnode", mn.addr, "--token-file", token, "--op-timeout", "2s", NULL }, &c) == 0);
+	CHECK(client_alloc(c, 0, 1, &pfn, &got) == 0);
+	fill_page(page, pfn, 9);
+	CHECK(client_write(c, 0, pfn, 1, page) == 0);
+	kill(mn.pid, sig);
+	memset(page, 0xab, sizeof(page));
+	err = client_read(c, 0, pfn, 1, page);
+	CHECK(err < 0); /* an error, never a hang or stale data reported as success */
+	CHECK(client_read(c, 0, pfn, 1, page) < 0);
+	CHECK(client_alloc(c, 0, 1, &pfn, &got) < 0);
+	client_close(c);
+	if (sig == SIGSTOP)
+		kill(mn.pid, SIGCONT), memnode_stop(&mn);
+	else
+		CHECK(waitpid(mn.pid, &st, 0) == mn.pid);
+	fprintf(stderr, "memnode_dies(%s): ok (%s)\n", strsignal(sig), strerror(-err));
+}
+
+int main(void)
+{
+	setenv("UCX_TLS", getenv("COMEX_TEST_UCX_TLS") ? getenv("COMEX_TEST_UCX_TLS") : "tcp", 1);
+	e2e_init();
+	e2e_token("token", token, sizeof(token));
+	e2e_token("other", other_token, sizeof(other_token));
+	test_roundtrip_100k();
+	test_two_clients();
+	test_tokens_and_isolation();
+	test_disconnect_returns_frames();
+	test_full_pool();
+	test_rma_path();
+	test_memnode_dies(SIGKILL);
+	test_memnode_dies(SIGSTOP);
+	/* Same paths over UCX's own choice on one host (shared memory, CMA). */
+	setenv("UCX_TLS", "all", 1);
+	test_two_clients();
+	test_rma_path();
+	return 0;
+}

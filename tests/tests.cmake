@@ -1,0 +1,34 @@
+# Every tests/test_*.c is one test program: exit 0 pass, 77 skip, else fail.
+file(GLOB TEST_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/test_*.c)
+foreach(src ${TEST_SOURCES})
+  get_filename_component(name ${src} NAME_WE)
+  add_executable(${name} ${src})
+  target_link_libraries(${name} PRIVATE comexcore)
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+    ENVIRONMENT "COMEX_BIN=$<TARGET_FILE:comex>;COMEX_SRC=${CMAKE_SOURCE_DIR}")
+endforeach()
+
+# Every tests/e2e_*.sh runs against the built comex binary.
+file(GLOB E2E_SCRIPTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/e2e_*.sh)
+foreach(script ${E2E_SCRIPTS})
+  get_filename_component(name ${script} NAME_WE)
+  add_test(NAME ${name} COMMAND bash ${script})
+  set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "COMEX_BIN=$<TARGET_FILE:comex>;COMEX_BUILD=${CMAKE_BINARY_DIR};COMEX_SRC=${CMAKE_SOURCE_DIR}")
+endforeach()
+
+# Fuzz targets need clang's libFuzzer. They compile the transport-free modules
+# they exercise themselves, so that those get coverage instrumentation; the
+# bounded run is a test of its own (a longer one: docs/TESTING.md).
+if(CMAKE_C_COMPILER_ID STREQUAL "Clang")
+  add_executable(fuzz_serve ${CMAKE_SOURCE_DIR}/tests/fuzz_serve.c
+    ${CMAKE_SOURCE_DIR}/src/serve.c ${CMAKE_SOURCE_DIR}/src/proto.c
+    ${CMAKE_SOURCE_DIR}/src/buddy.c ${CMAKE_SOURCE_DIR}/src/log.c
+    ${CMAKE_SOURCE_DIR}/src/auth.c)
+  target_include_directories(fuzz_serve PRIVATE ${CMAKE_SOURCE_DIR}/src)
+  target_compile_options(fuzz_serve PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_options(fuzz_serve PRIVATE -fsanitize=fuzzer,address,undefined)
+  add_test(NAME fuzz_serve COMMAND fuzz_serve -runs=300000 -max_len=8192 -seed=1)
+  set_tests_properties(fuzz_serve PROPERTIES TIMEOUT 300)
+endif()
