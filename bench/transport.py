@@ -8,9 +8,10 @@ request/response baseline, all in one run, and writes
   bench/results/transport-<UTC timestamp>.json   (schema comex-bench-transport/1)
   docs/TRANSPORT.md                              (regenerated from the newest JSON)
 
-Every configuration is measured --runs times (runs interleaved, configuration
-order rotated each run); each result is the median of the per-run medians
-with min/max across runs, and a warning when that spread exceeds 10 %.
+Every configuration is measured --runs times (each comex configuration close
+in time to its raw TCP baseline, order reversed on odd runs); each result is
+the median of the per-run medians with min/max across runs, and a warning
+when that spread exceeds 10 %.
 
   python3 bench/transport.py [--build DIR] [--runs 3] [--iters 4096=N,...]
   python3 bench/transport.py --quick          # smoke run, seconds
@@ -40,7 +41,7 @@ RESULTS_DIR = ROOT / "bench" / "results"
 DOCS_PATH = ROOT / "docs" / "TRANSPORT.md"
 
 # Timed ops per direction per run; sized so the full run takes ~3-6 minutes.
-DEFAULT_ITERS = {4096: 20000, 65536: 8000, 262144: 3000}
+DEFAULT_ITERS = {4096: 80000, 65536: 25000, 262144: 8000}
 QUICK_ITERS = {4096: 500, 65536: 200, 262144: 100}
 SPREAD_LIMIT = 0.10          # warn when (max - min) / median exceeds this
 ACCEPT_LIMIT = 1.5           # issue: UCX within 1.5x of raw TCP for 4 KiB reads
@@ -48,7 +49,9 @@ CLIENT_CPU = 0               # the bench client's core; a polling memnode takes 
 POOL = "64M"                 # memnode pool; the bench needs at most 64 frames
 BENCH_TIMEOUT_S = 900
 MEMNODE_START_TIMEOUT_S = 30
-POLL_CLAIM_RETRIES = 20      # another memnode on the host may hold the polling core (3 s apart)
+POLL_WAIT_S = 60             # default --poll-wait: another memnode may hold the polling core
+POLL_RETRY_S = 3
+PRIVATE_SHM_MARK = "TRANSPORT_BENCH_PRIVATE_SHM"  # set once re-run in a private /dev/shm
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +65,7 @@ class Config:
 
     def describe(self):
         d = dataclasses.asdict(self)
+        d["bench_flags"] = bench_flags(self, "<port>", "<token>")
         if self.kind == "rawtcp":
             d["server"] = "busy-polls recv(MSG_DONTWAIT)" if self.poll else "blocking recv"
             d["client"] = "--client-poll: spins 100 us, then blocking recv"
@@ -138,6 +142,17 @@ def git_revision():
     status = run_text(["git", "-C", str(ROOT), "status", "--porcelain"])
     return {"rev": rev.strip() if rev else "none (no commit yet)",
             "dirty": bool(status and status.strip())}
+
+
+def cpu_times():
+    """Aggregate /proc/stat jiffies: user nice system idle iowait irq softirq steal."""
+    return [int(x) for x in (read_text("/proc/stat") or "cpu 0").splitlines()[0].split()[1:9]]
+
+
+def steal_fraction(start, end):
+    """Share of CPU time the hypervisor took away between two cpu_times()."""
+    d = [b - a for a, b in zip(start, end)]
+    return round(d[7] / sum(d), 4) if len(d) == 8 and sum(d) else None
 
 
 def cpu_busy_fraction(seconds=1.0):
@@ -231,32 +246,52 @@ class Memnode:
         return (read_text(self.log_path) or "").splitlines()[-lines:]
 
 
-def start_memnode(comex, cfg, token, log_path):
-    """Starts a memnode; a polling one is restarted (a few times, with a pause)
-    when another memnode on this host holds the polling core."""
-    for attempt in range(POLL_CLAIM_RETRIES):
+def start_memnode(comex, cfg, token, log_path, poll_wait_s):
+    """Starts a memnode. A polling one that found the polling core claimed by
+    another memnode on this host (it then sleeps instead) is restarted every
+    few seconds for up to poll_wait_s; after that it is used as it is and the
+    run is flagged."""
+    deadline = time.monotonic() + poll_wait_s
+    while True:
         mn = Memnode(comex, cfg, token, log_path)
         mn.start()
-        if not cfg.poll or mn.polling_core is not None or attempt == POLL_CLAIM_RETRIES - 1:
+        if not cfg.poll or mn.polling_core is not None or time.monotonic() >= deadline:
             return mn
         mn.stop()
-        time.sleep(3)
-    return mn
+        time.sleep(POLL_RETRY_S)
+
+
+def bench_flags(cfg, port, token):
+    """transport_bench flags beyond --size and --iters."""
+    flags = ["--cpu", str(CLIENT_CPU)]
+    if cfg.kind == "rawtcp":
+        return flags + ["--client-poll"] + (["--server-poll"] if cfg.poll else [])
+    return flags + ["--memnode", f"127.0.0.1:{port}", "--token-file", token]
 
 
 def run_bench(bench, cfg, size, iters, port, token):
     """One transport_bench process; its two result lines, keyed by op."""
-    cmd = [bench, cfg.kind, "--size", str(size), "--iters", str(iters), "--cpu", str(CLIENT_CPU)]
-    if cfg.kind == "rawtcp":
-        cmd += ["--client-poll"] + (["--server-poll"] if cfg.poll else [])
-    else:
-        cmd += ["--memnode", f"127.0.0.1:{port}", "--token-file", token]
+    cmd = [bench, cfg.kind, "--size", str(size), "--iters", str(iters)] + bench_flags(cfg, port, token)
     p = subprocess.run(cmd, capture_output=True, text=True, env=clean_env(cfg.ucx_tls),
                        timeout=BENCH_TIMEOUT_S)
     if p.returncode:
         raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()[-2000:]}")
     lines = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
     return {r["op"]: r for r in lines}
+
+
+UCX_LANES_RE = re.compile(r"ep_cfg\[\d+\]: (.+)$")
+
+
+def probe_lanes(bench, cfg, port, token):
+    """The UCX lanes the client's endpoints use, from the 'ep_cfg' lines that
+    UCX_LOG_LEVEL=info prints (UCX logs to stdout by default), in one short
+    extra client run (not timed)."""
+    cmd = [bench, "comex", "--size", "4096", "--iters", "1"] + bench_flags(cfg, port, token)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=BENCH_TIMEOUT_S,
+                       env=dict(clean_env(cfg.ucx_tls), UCX_LOG_LEVEL="info"))
+    lines = (p.stdout + p.stderr).splitlines()
+    return sorted({m.group(1).strip() for line in lines if (m := UCX_LANES_RE.search(line))})
 
 
 # ------------------------------------------------------------------ one run
@@ -274,11 +309,16 @@ def measure_config(ctx, cfg, run):
     mn = None
     try:
         if cfg.kind == "comex":
-            mn = start_memnode(ctx["comex"], cfg, ctx["token"], Path(ctx["tmp"]) / f"{cfg.name}-{run}.log")
+            mn = start_memnode(ctx["comex"], cfg, ctx["token"], Path(ctx["tmp"]) / f"{cfg.name}-{run}.log",
+                               ctx["poll_wait_s"])
             ctx["polling"].setdefault(cfg.name, []).append(mn.polling_core)
+            if cfg.name not in ctx["lanes"]:
+                ctx["lanes"][cfg.name] = probe_lanes(ctx["bench"], cfg, mn.port, ctx["token"])
         for size, iters in ctx["iters"].items():
             res = run_bench(ctx["bench"], cfg, size, iters, mn.port if mn else None, ctx["token"])
             for op, r in res.items():
+                if mn:
+                    r["memnode_polling_core"] = mn.polling_core
                 ctx["samples"].setdefault((cfg.name, op, size), []).append(dict(r, run=run))
             print(f"  run {run} {cfg.name:28s} {size:7d} B  read {res['read']['median_us']:8.1f} us"
                   f"  write {res['write']['median_us']:8.1f} us", flush=True)
@@ -287,17 +327,35 @@ def measure_config(ctx, cfg, run):
                               "memnode_log": mn.log_tail() if mn else None})
         print(f"  run {run} {cfg.name}: FAILED: {e}", file=sys.stderr, flush=True)
     finally:
-        if mn:
-            rc = mn.stop()
-            if rc:
-                ctx["errors"].append({"config": cfg.name, "run": run, "error": f"memnode exited {rc}",
-                                      "memnode_log": mn.log_tail()})
+        stop_checked(ctx, cfg, run, mn)
+
+
+def stop_checked(ctx, cfg, run, mn):
+    """Stops mn (if any), recording an unclean exit as an error."""
+    if not mn:
+        return
+    try:
+        rc = mn.stop()
+    except RuntimeError as e:
+        rc = str(e)
+    if rc:
+        ctx["errors"].append({"config": cfg.name, "run": run, "error": f"memnode stop: exit {rc}",
+                              "memnode_log": mn.log_tail()})
+
+
+def measurement_order(run):
+    """Polling configurations, then sleeping ones, each group led by its raw
+    TCP baseline, so that every comex configuration is measured close in
+    time to the baseline it is compared with; odd runs go in reverse, so
+    that a slow drift of the machine favours neither side."""
+    groups = [c for c in CONFIGS if c.poll], [c for c in CONFIGS if not c.poll]
+    order = [c for g in groups for c in sorted(g, key=lambda c: c.kind != "rawtcp")]
+    return order[::-1] if run % 2 else order
 
 
 def measure_all(ctx, runs):
     for run in range(runs):
-        order = CONFIGS[run % len(CONFIGS):] + CONFIGS[:run % len(CONFIGS)]
-        for cfg in order:
+        for cfg in measurement_order(run):
             measure_config(ctx, cfg, run)
 
 
@@ -326,8 +384,30 @@ def aggregate(samples):
             "mbps": round(statistics.median(mbps), 1),
             "mbps_min": round(min(mbps), 1), "mbps_max": round(max(mbps), 1),
             "mbps_spread": round(spread(mbps), 4),
+            "memnode_polled": polled(runs),
         })
     return out
+
+
+def polled(runs):
+    """'all', 'some' or 'none' of the runs had a busy-polling memnode; None
+    for the raw TCP baseline (no memnode)."""
+    cores = [r["memnode_polling_core"] for r in runs if "memnode_polling_core" in r]
+    if not cores:
+        return None
+    n = sum(c is not None for c in cores)
+    return "all" if n == len(cores) else "some" if n else "none"
+
+
+def config_by_name(name):
+    return next(c for c in CONFIGS if c.name == name)
+
+
+def polling_as_configured(result):
+    """False when a polling comex configuration's memnode slept in some run
+    (another memnode held the polling core), which makes its numbers those
+    of a sleeping memnode."""
+    return not (config_by_name(result["config"]).poll and result["memnode_polled"] not in (None, "all"))
 
 
 def find(results, config, op, size):
@@ -349,18 +429,24 @@ def ratios(results):
         key = ratio_key(a, b)
         out[key] = round(ra["median_of_medians_us"] / rb["median_of_medians_us"], 3)
         by_run = {r["run"]: r["median_us"] for r in rb["runs"]}
-        detail[key] = {"per_run": [round(r["median_us"] / by_run[r["run"]], 3)
-                                   for r in ra["runs"] if r["run"] in by_run],
-                       "acceptance": (a, b) in ACCEPT_PAIRS}
+        per_run = [round(r["median_us"] / by_run[r["run"]], 3) for r in ra["runs"] if r["run"] in by_run]
+        detail[key] = {"per_run": per_run,
+                       "median_of_per_run": round(statistics.median(per_run), 3) if per_run else None,
+                       "acceptance": (a, b) in ACCEPT_PAIRS,
+                       "valid": polling_as_configured(ra)}
     return out, detail
 
 
 def acceptance(ratio_values, detail):
-    checks = {k: {"ratio": v, "pass": v <= ACCEPT_LIMIT, "per_run": detail[k]["per_run"]}
+    checks = {k: {"ratio": v, "pass": v <= ACCEPT_LIMIT, "per_run": detail[k]["per_run"],
+                  "median_of_per_run": detail[k]["median_of_per_run"],
+                  "valid": detail[k]["valid"]}
               for k, v in ratio_values.items() if detail[k]["acceptance"]}
+    valid = [c for c in checks.values() if c["valid"]]
     return {"criterion": f"UCX within {ACCEPT_LIMIT}x of raw TCP for 4 KiB reads (median latency)",
             "limit": ACCEPT_LIMIT, "checks": checks,
-            "all_pass": bool(checks) and all(c["pass"] for c in checks.values())}
+            "all_valid": bool(checks) and len(valid) == len(checks),
+            "all_pass": bool(valid) and all(c["pass"] for c in valid)}
 
 
 def warnings_for(results, polling, errors, machine, quick):
@@ -369,10 +455,11 @@ def warnings_for(results, polling, errors, machine, quick):
         for field, label in (("spread", "median latency"), ("mbps_spread", "bandwidth")):
             if r[field] > SPREAD_LIMIT:
                 w.append(f"{r['config']} {r['op']} {r['size']} B: {label} spread across runs "
-                         f"{r[field] * 100:.0f} % > {SPREAD_LIMIT * 100:.0f} %")
+                         f"{r[field] * 100:.1f} % > {SPREAD_LIMIT * 100:.0f} %")
     for cfg in CONFIGS:
         if cfg.poll and cfg.kind == "comex" and None in polling.get(cfg.name, []):
-            w.append(f"{cfg.name}: in some runs the memnode found no free polling core and slept instead")
+            w.append(f"{cfg.name}: in some runs the memnode found its polling core claimed by another "
+                     f"memnode on this host and slept instead; those numbers are not polling numbers")
     for key in ("background_cpu_busy_start", "background_cpu_busy_end"):
         if (machine.get(key) or 0) > 0.2:
             w.append(f"{key}: {machine[key] * 100:.0f} % of the CPUs were busy with other work")
@@ -408,7 +495,8 @@ def result_table(results):
         for op in ("read", "write"):
             for r in (x for x in results if x["size"] == size and x["op"] == op):
                 flag = " ⚠" if r["spread"] > SPREAD_LIMIT else ""
-                rows.append(f"| {fmt_size(size)} | {op} | {r['config']} | {r['median_of_medians_us']:.1f} "
+                name = r["config"] + ("" if polling_as_configured(r) else " (slept!)")
+                rows.append(f"| {fmt_size(size)} | {op} | {name} | {r['median_of_medians_us']:.1f} "
                             f"({r['min']:.1f}–{r['max']:.1f}){flag} | {r['p99_us']:.1f} | {r['mbps']:.0f} |")
     return "\n".join(rows)
 
@@ -420,7 +508,10 @@ def ratio_lines(doc):
     for key, c in doc["acceptance"]["checks"].items():
         verdict = "within" if c["pass"] else "NOT within"
         per_run = ", ".join(f"{x:.2f}" for x in c["per_run"])
-        lines.append(f"- `{key}` = **{c['ratio']:.2f}** — {verdict} {ACCEPT_LIMIT}x (per run: {per_run})")
+        mid = c.get("median_of_per_run")
+        invalid = "" if c["valid"] else " — INVALID: the memnode did not poll in every run"
+        lines.append(f"- `{key}` = **{c['ratio']:.2f}** — {verdict} {ACCEPT_LIMIT}x "
+                     f"(per run: {per_run}; median of those {'n/a' if mid is None else f'{mid:.2f}'}){invalid}")
     for key, v in doc["ratios"].items():
         if key not in doc["acceptance"]["checks"]:
             lines.append(f"- `{key}` = {v:.2f} (informational)")
@@ -441,50 +532,130 @@ def compare(a, b):
 
 
 def interpretation(doc):
-    """Sentences derived from the numbers in doc, so they stay true when the
-    page is regenerated from a new run."""
-    res, acc, s = doc["results"], doc["acceptance"], []
-    rs, rp = med(res, "rawtcp-sleep", "read", 4096), med(res, "rawtcp-poll", "read", 4096)
-    vp, vs = med(res, "ucx-tcp-validated-poll", "read", 4096), med(res, "ucx-tcp-validated-sleep", "read", 4096)
-    mp = med(res, "ucx-tcp-rma-poll", "read", 4096)
-    if acc["checks"]:
-        worst = max(acc["checks"].items(), key=lambda kv: kv[1]["ratio"])
-        s.append(f"The acceptance criterion ({acc['criterion']}) "
-                 f"{'holds for every pairing' if acc['all_pass'] else 'is not met'}: the worst pairing is "
-                 f"`{worst[0]}` at {worst[1]['ratio']:.2f}x.")
-    if None not in (rs, rp):
-        s.append(f"Raw TCP 4 KiB reads take {rs:.1f} µs with a sleeping server and {rp:.1f} µs with a "
-                 f"busy-polling one ({compare(rp, rs)} when polling).")
-        if rp > rs:
-            s.append(f"Polling did not pay off for plain TCP on this {doc['machine']['cores']}-core machine: "
-                     f"the spinning server is pinned to a core it must share with everything else there.")
-    if None not in (vp, vs):
-        s.append(f"Through the client library over UCX/TCP (validated path), a polling memnode serves a "
-                 f"4 KiB read in {vp:.1f} µs and a sleeping one in {vs:.1f} µs ({compare(vp, vs)} when polling).")
-    if None not in (vp, mp):
-        s.append(f"The one-sided rma path reads 4 KiB in {mp:.1f} µs, {compare(mp, vp)} than the validated "
-                 f"path; over TCP, UCX emulates get/put in software, so both are message exchanges.")
+    """Bullet points derived from the numbers in doc, so they stay true when
+    the page is regenerated from a new run."""
+    res = doc["results"]
+    s = acceptance_sentences(doc["acceptance"])
+    s += polling_sentences(res, doc["machine"]["cores"])
+    s += path_sentences(res)
+    s += default_tls_sentences(res, doc.get("ucx_client_lanes") or {})
     s += bandwidth_sentences(res)
-    if doc["warnings"]:
-        s.append(f"{len(doc['warnings'])} warning(s) were raised (listed below); treat flagged rows (⚠) "
-                 f"as indicative only.")
-    return " ".join(s)
+    s += noise_sentences(res)
+    return "\n".join(f"- {x}" for x in s)
+
+
+def pct(x):
+    return "n/a" if x is None else f"{x * 100:.1f} %"
+
+
+def noise_sentences(res):
+    flagged = [r for r in res if r["spread"] > SPREAD_LIMIT]
+    if not flagged:
+        return [f"Every median was stable across runs (spread ≤ {SPREAD_LIMIT * 100:.0f} %)."]
+    worst = max(flagged, key=lambda r: r["spread"])
+    return [f"{len(flagged)} of {len(res)} rows moved by more than {SPREAD_LIMIT * 100:.0f} % between runs "
+            f"(⚠; worst: {worst['config']} {worst['op']} {fmt_size(worst['size'])}, "
+            f"{worst['min']:.1f}–{worst['max']:.1f} µs). When the machine changes speed during a run, a "
+            f"single run's numbers, and its ratios, can be far off; quote the medians over runs, and "
+            f"re-run with more --runs before reading much into differences of a few µs."]
+
+
+def acceptance_sentences(acc):
+    valid = {k: c for k, c in acc["checks"].items() if c["valid"]}
+    if not valid:
+        return ["The acceptance criterion could not be evaluated: no valid pairing was measured."]
+    worst = max(valid.items(), key=lambda kv: kv[1]["ratio"])
+    best = min(valid.items(), key=lambda kv: kv[1]["ratio"])
+    verdict = "holds for every valid pairing" if acc["all_pass"] else "is not met"
+    s = [f"Acceptance ({acc['criterion']}) {verdict}: from {best[1]['ratio']:.2f}x (`{best[0]}`) "
+         f"to {worst[1]['ratio']:.2f}x (`{worst[0]}`)."]
+    if not acc["all_valid"]:
+        s.append("Some pairings are invalid because a 'polling' memnode slept; see the ratio list.")
+    return s
+
+
+def polling_sentences(res, cores):
+    s = []
+    rs, rp = med(res, "rawtcp-sleep", "read", 4096), med(res, "rawtcp-poll", "read", 4096)
+    if None not in (rs, rp):
+        s.append(f"Raw TCP, 4 KiB read: {rs:.1f} µs with a sleeping server, {rp:.1f} µs with a polling one "
+                 f"({compare(rp, rs)} when polling).")
+        if rp > rs:
+            s.append(f"Polling did not pay off for plain TCP on this {cores}-core machine, likely because "
+                     f"the spinning server takes one of only {cores} cores away from everything else.")
+    poll = find(res, "ucx-tcp-validated-poll", "read", 4096)
+    vs = med(res, "ucx-tcp-validated-sleep", "read", 4096)
+    if poll and vs is not None and polling_as_configured(poll):
+        vp = poll["median_of_medians_us"]
+        s.append(f"comex over UCX/TCP (validated), 4 KiB read: {vp:.1f} µs with a polling memnode, "
+                 f"{vs:.1f} µs with a sleeping one ({compare(vp, vs)} when polling).")
+    return s
+
+
+def path_sentences(res):
+    s = []
+    big = max((r["size"] for r in res), default=4096)
+    for size in sorted({4096, big}):
+        v, m = med(res, "ucx-tcp-validated-sleep", "read", size), med(res, "ucx-tcp-rma-sleep", "read", size)
+        if None not in (v, m):
+            s.append(f"{fmt_size(size)} read over UCX/TCP (sleeping memnode): rma {m:.1f} µs vs validated "
+                     f"{v:.1f} µs ({compare(m, v)} for rma).")
+    if s:
+        s.append("Over TCP, UCX emulates one-sided get/put with active messages (the `rma_am` lane), "
+                 "so rma saves no network round trip there; it only skips the memnode's checks.")
+    v, m = med(res, "ucx-tcp-validated-sleep", "write", 4096), med(res, "ucx-tcp-rma-sleep", "write", 4096)
+    if None not in (v, m) and m > v:
+        s.append(f"4 KiB write over UCX/TCP (sleeping memnode): rma {m:.1f} µs vs validated {v:.1f} µs; an rma "
+                 f"write is a put followed by a flush that proves it landed (client.c), two exchanges where "
+                 f"the validated WRITE needs one.")
+    return s
+
+
+def default_tls_sentences(res, lanes):
+    default = [v for k, v in lanes.items() if k.startswith("ucx-default") and v]
+    t, d = med(res, "ucx-tcp-validated-poll", "read", 4096), med(res, "ucx-default-validated-poll", "read", 4096)
+    if not default or None in (t, d):
+        return []
+    if all(only_tcp(v) for v in default):
+        return [f"With UCX_TLS unset, UCX still chose tcp for every lane of comex's client-server "
+                f"connection (see the lane list), so the ucx-default-* rows measure the same path as "
+                f"ucx-tcp-* (4 KiB validated read {d:.1f} vs {t:.1f} µs): no shared-memory transport "
+                f"was used on this host."]
+    return [f"With UCX_TLS unset, UCX chose other lanes than tcp (see the lane list); 4 KiB validated "
+            f"read {d:.1f} µs vs {t:.1f} µs with UCX_TLS=tcp ({compare(d, t)})."]
 
 
 def bandwidth_sentences(res):
     big = max((r["size"] for r in res), default=None)
     reads = [r for r in res if r["size"] == big and r["op"] == "read"]
-    if not reads:
-        return []
-    best = max(reads, key=lambda r: r["mbps"])
     raw = max((r for r in reads if r["config"].startswith("rawtcp")), key=lambda r: r["mbps"], default=None)
     ucx = max((r for r in reads if r["config"].startswith("ucx-tcp")), key=lambda r: r["mbps"], default=None)
-    s = [f"At {fmt_size(big)}, the highest read bandwidth is {best['mbps']:.0f} MB/s ({best['config']})"]
-    if raw and ucx:
-        s[0] += (f"; the best UCX/TCP configuration ({ucx['config']}) reaches {ucx['mbps']:.0f} MB/s against "
-                 f"{raw['mbps']:.0f} MB/s for the best raw TCP one ({raw['config']})")
-    s[0] += "."
-    return s
+    if not (raw and ucx):
+        return []
+    return [f"{fmt_size(big)} read bandwidth: best UCX/TCP configuration {ucx['mbps']:.0f} MB/s "
+            f"({ucx['config']}) vs best raw TCP {raw['mbps']:.0f} MB/s ({raw['config']}), "
+            f"{ucx['mbps'] / raw['mbps']:.2f}x."]
+
+
+def lanes_lines(doc):
+    lanes = doc.get("ucx_client_lanes") or {}
+    lanes = {c.name: lanes[c.name] for c in CONFIGS if c.name in lanes}
+    return "\n".join(f"- {name}: " + "; ".join(f"`{x}`" for x in v) if v else f"- {name}: (not reported)"
+                     for name, v in lanes.items()) or "- not recorded"
+
+
+def only_tcp(lanes):
+    """True when every lane of every endpoint config runs over tcp devices."""
+    devices = re.findall(r"\(([^)]*)\)", " ".join(lanes))
+    return bool(devices) and all(d.startswith("tcp/") for group in devices for d in group.split())
+
+
+def private_shm_note(options):
+    if not options.get("private_shm"):
+        return ""
+    return ("\nThis run used `--private-shm`: it ran in a mount namespace with its own\n"
+            "`/dev/shm`, so that a memnode left running elsewhere on the host could not\n"
+            "hold the lock by which a polling memnode claims its core.\n")
 
 
 def render_docs(doc, json_path):
@@ -520,7 +691,7 @@ path fails instead of producing numbers). Each op is timed on its own with
   `--idle-spin 0`. `validated` moves pages in READ/WRITE messages checked
   against the client's frames; `rma` hands the client the pool key for
   one-sided get/put. `ucx-tcp-*` sets `UCX_TLS=tcp`; `ucx-default-*` leaves
-  UCX to choose (on one host: shared memory / CMA).
+  `UCX_TLS` unset so UCX chooses (the lanes it chose are listed below).
 - **raw TCP baseline** (`transport_bench rawtcp`): a forked server holding
   a buffer; loopback TCP with `TCP_NODELAY`; the client sends an 8-byte
   header (plus the payload for a write), the server answers with the payload
@@ -528,11 +699,14 @@ path fails instead of producing numbers). Each op is timed on its own with
   `recv`. *Poll*: it busy-polls `recv(MSG_DONTWAIT)` pinned to the last core,
   like a polling memnode. The client always runs with `--client-poll`
   (spin 100 µs, then block), mirroring the comex client's default.
-
+{private_shm_note(o)}
 Each result is the median over {o['runs']} runs of the per-run median, with
 the min–max of those medians; p99 and MB/s are medians across runs.
 Iterations per run: {", ".join(f"{fmt_size(int(k))}: {v}" for k, v in o['iters'].items())}.
-Runs are interleaved and the configuration order rotates each run. ⚠ marks a
+Runs follow each other; within a run, the polling configurations are
+measured together right after raw TCP with a polling server, then the
+sleeping ones after raw TCP with a sleeping server, in reverse order on
+odd runs. ⚠ marks a
 median spread across runs above {SPREAD_LIMIT * 100:.0f} %.
 
 ## Machine
@@ -540,7 +714,7 @@ median spread across runs above {SPREAD_LIMIT * 100:.0f} %.
 {m['cpu_model']}, {m['cores']} cores{' (VM)' if m['hypervisor'] else ''}, kernel {m['kernel']},
 THP {m['thp_enabled']}, UCX {m['ucx']['version']}, git {doc['git']['rev']}{' (dirty tree)' if doc['git']['dirty'] else ''},
 run {doc['timestamp']}; other load on the CPUs: {m['background_cpu_busy_start'] * 100:.0f} % before,
-{m['background_cpu_busy_end'] * 100:.0f} % after.
+{m['background_cpu_busy_end'] * 100:.0f} % after; hypervisor steal during the run: {pct(m.get('cpu_steal_during_run'))}.
 
 ## 4 KiB read: comex over UCX/TCP vs raw TCP
 
@@ -549,6 +723,11 @@ run {doc['timestamp']}; other load on the CPUs: {m['background_cpu_busy_start'] 
 ## Results
 
 {result_table(doc['results'])}
+
+UCX lanes of the client's endpoints (`ep_cfg` lines at `UCX_LOG_LEVEL=info`,
+from one extra short client run per configuration):
+
+{lanes_lines(doc)}
 
 ## Interpretation
 
@@ -588,6 +767,11 @@ def parse_args(argv):
                     help="timed ops per run as SIZE=N,... (default "
                          + ",".join(f"{k}={v}" for k, v in DEFAULT_ITERS.items()) + ")")
     ap.add_argument("--quick", action="store_true", help="smoke run: few iterations")
+    ap.add_argument("--poll-wait", type=float, default=POLL_WAIT_S, metavar="SECONDS",
+                    help="how long a polling memnode may wait for the polling core to be free")
+    ap.add_argument("--private-shm", action="store_true",
+                    help="run in a mount namespace with a private /dev/shm (root), so a memnode left "
+                         "running by someone else cannot hold the polling-core claim")
     ap.add_argument("--render-only", action="store_true", help="only regenerate docs/TRANSPORT.md")
     return ap.parse_args(argv)
 
@@ -601,8 +785,22 @@ def binaries(build):
     return str(comex), str(bench)
 
 
+def reexec_private_shm(argv):
+    """Re-runs this harness in a new mount namespace with a fresh tmpfs on
+    /dev/shm. Memnodes claim their polling core with a lock file there; this
+    way only the memnodes of this run (one at a time) compete for it. UCX's
+    shared-memory transports keep working: client and memnode share the
+    namespace."""
+    script = 'mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec "$@"'
+    cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
+           sys.executable, str(Path(__file__).resolve()), *argv]
+    os.execvpe(cmd[0], cmd, dict(os.environ, **{PRIVATE_SHM_MARK: "1"}))
+
+
 def main(argv):
     args = parse_args(argv)
+    if args.private_shm and not os.environ.get(PRIVATE_SHM_MARK):
+        reexec_private_shm(argv)
     if args.render_only:
         path = newest_json()
         if not path:
@@ -614,14 +812,17 @@ def main(argv):
     iters = args.iters or (QUICK_ITERS if args.quick else DEFAULT_ITERS)
     started = time.monotonic()
     machine = machine_info()
+    times0 = cpu_times()
     tmp = tempfile.mkdtemp(prefix="comex-bench-")
     ctx = {"comex": comex, "bench": bench, "tmp": tmp, "token": make_token(comex, tmp),
-           "iters": iters, "samples": {}, "errors": [], "polling": {}}
+           "iters": iters, "samples": {}, "errors": [], "polling": {}, "lanes": {},
+           "poll_wait_s": args.poll_wait}
     try:
         measure_all(ctx, args.runs)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     machine["loadavg_end"] = (read_text("/proc/loadavg") or "").split()[:3]
+    machine["cpu_steal_during_run"] = steal_fraction(times0, cpu_times())
     machine["background_cpu_busy_end"] = cpu_busy_fraction()
     results = aggregate(ctx["samples"])
     ratio_values, ratio_detail = ratios(results)
@@ -631,11 +832,13 @@ def main(argv):
         "machine": machine,
         "git": git_revision(),
         "options": {"runs": args.runs, "iters": {str(k): v for k, v in iters.items()}, "quick": args.quick,
-                    "warmup_ops": 100, "client_cpu": CLIENT_CPU, "pool": POOL,
+                    "warmup_ops": 100, "client_cpu": CLIENT_CPU, "pool": POOL, "poll_wait_s": args.poll_wait,
+                    "private_shm": bool(os.environ.get(PRIVATE_SHM_MARK)),
                     "environment": "COMEX_* and UCX_* removed; UCX_TLS set per configuration",
                     "build": str(Path(comex).parent), "duration_s": round(time.monotonic() - started, 1)},
         "configs": [c.describe() for c in CONFIGS],
         "memnode_polling_core": ctx["polling"],
+        "ucx_client_lanes": ctx["lanes"],
         "results": results,
         "ratios": ratio_values,
         "ratio_detail": ratio_detail,
