@@ -11,6 +11,7 @@
 #include "log.h"
 #include "memnode.h"
 #include "options.h"
+#include "run.h"
 
 #define COMEX_VERSION "0.1.0"
 
@@ -57,6 +58,26 @@ static int cmd_token(int argc, char **argv)
 	return 0;
 }
 
+static int cmd_run(int argc, char **argv)
+{
+	static struct options o;
+	int first, err = options_configure(&o, SC_RUN, argc, argv, &first);
+
+	if (err)
+		return err == -ECANCELED ? 0 : 2;
+	log_threshold = (int)opt_num(&o, OPT_LOG_LEVEL);
+	return run_main(&o, argc - first, argv + first);
+}
+
+static int cmd_stats(int argc, char **argv)
+{
+	if (argc != 2 || atoi(argv[1]) <= 0) {
+		fprintf(stderr, "usage: comex stats PID   (live counters of a program running under comex, as JSON)\n");
+		return 2;
+	}
+	return stats_main(atoi(argv[1]));
+}
+
 static int cmd_help_options(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--markdown"))
@@ -70,6 +91,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "comex %s: cooperative memory expansion\n\n"
 		   "usage: comex COMMAND [OPTIONS]\n\n"
+		   "  run -- PROG    run PROG with its memory paged to memnodes (comex run --help)\n"
+		   "  stats PID      live pager counters of a program under comex run\n"
 		   "  memnode        contribute memory to the pool (comex memnode --help)\n"
 		   "  check [PAGES]  write, read back and verify pages on every --memnode\n"
 		   "  token FILE     create a cluster token file\n"
@@ -81,6 +104,7 @@ int main(int argc, char **argv)
 {
 	static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
 		{ "memnode", cmd_memnode }, { "check", cmd_check }, { "token", cmd_token }, { "help-options", cmd_help_options },
+		{ "run", cmd_run }, { "stats", cmd_stats },
 	};
 
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {

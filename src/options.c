@@ -74,6 +74,11 @@ static const struct suffix duration_sfx[] = { /* nanoseconds; bare number = µs 
 };
 static const struct suffix plain_sfx[] = { { "", 1 }, { NULL, 0 } };
 
+int options_parse_size(const char *text, uint64_t *out)
+{
+	return parse_scaled(text, size_sfx, out);
+}
+
 static int parse_bool(const char *text, uint64_t *out)
 {
 	static const char *const yes[] = { "1", "true", "yes", "on" };

@@ -44,6 +44,9 @@ static inline const char *opt_str(const struct options *o, enum opt_id id) { ret
 /* Item i of an OPT_LIST into buf; -ENOENT past the end. */
 int opt_list_item(const struct options *o, enum opt_id id, unsigned i, char *buf, size_t cap);
 
+/* "4096", "64K", "512M", "4G" into bytes; -EINVAL/-ERANGE otherwise. */
+int options_parse_size(const char *text, uint64_t *out);
+
 void options_help(FILE *f, unsigned scope);  /* --help text */
 void options_markdown(FILE *f);              /* docs/OPTIONS.md */
 

@@ -1,0 +1,835 @@
+/* pager: fault handling, eviction and the region's bookkeeping.
+ *
+ * Concurrency: one lock. The handler thread takes it for each batch of fault
+ * messages; interposed mmap-family calls take it from program threads. Code
+ * holding it never touches a page that could be missing (that fault would
+ * wait for the lock forever): page contents are moved by the kernel
+ * (UFFDIO_COPY, pread of /proc/self/mem) or come from runtime buffers.
+ *
+ * Page life cycle: EMPTY -zero fill-> DIRTY -evict-> WBUF -flush-> REMOTE
+ * -fault-> CLEAN (write-protected, keeps its frame) -write-> DIRTY (frame
+ * released); CLEAN -evict-> REMOTE without rewriting. */
+#include "pager.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "evict.h"
+#include "log.h"
+#include "placement.h"
+#include "pte.h"
+#include "ranges.h"
+#include "rbuf.h"
+#include "rtmem.h"
+#include "stats.h"
+#include "uffd.h"
+#include "wbuf.h"
+
+#define MAX_NODES STATS_MAX_NODES
+#define MAX_BATCH 256
+
+enum { FORK_PREPARE, FORK_PARENT, FORK_CHILD };
+
+static struct pager {
+	pthread_mutex_t lock;
+	struct pager_config c;
+	pte_t *pt;
+	struct ranges *ranges;        /* the mmap area: [heap_pages, npages) */
+	struct rbuf *rb;
+	struct wbuf *wb[MAX_NODES];
+	struct evict *ev;
+	unsigned nnodes, preferred;
+	struct { uint32_t pfn, left; } cursor[MAX_NODES];
+	uint64_t resident, heap_hi, map_hi;
+	int memfd;                    /* /proc/self/mem: reads pages whatever their protection */
+	int no_evict;                 /* set while preparing a fork */
+	bool detached;                /* forked child: no uffd, no memnodes */
+	bool full_warned;
+	uint64_t faults;
+	uint64_t busy_since;          /* ns; 0 when idle (atomic) */
+	uintptr_t busy_addr;
+	char *scratch;                /* MAX_BATCH pages for eviction copies */
+} P = { .lock = PTHREAD_MUTEX_INITIALIZER, .memfd = -1 };
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static char *page_addr(uint64_t idx) { return P.c.base + (idx << PAGE_SHIFT); }
+
+static bool in_heap(uint64_t idx) { return idx < P.c.heap_pages; }
+
+static int raw_madvise(void *addr, size_t len, int advice)
+{
+	return syscall(SYS_madvise, addr, len, advice) ? -errno : 0;
+}
+
+/* The program cannot go on correctly: say why and stop it now. SIGKILL,
+ * because the program's own handlers could touch memory nobody can serve. */
+static void __attribute__((noreturn)) die(const char *what, uintptr_t addr, int err)
+{
+	errno = -err;
+	log_error("%s (page %#lx): %m; stopping the program, its memory can no longer be served",
+		  what, (unsigned long)addr);
+	kill(getpid(), SIGKILL);
+	_exit(137);
+}
+
+static void set_resident(int64_t delta)
+{
+	P.resident += (uint64_t)delta;
+	__atomic_store_n(&P.c.stats->resident_bytes, P.resident << PAGE_SHIFT, __ATOMIC_RELAXED);
+	if ((P.resident << PAGE_SHIFT) > P.c.stats->resident_peak_bytes)
+		__atomic_store_n(&P.c.stats->resident_peak_bytes, P.resident << PAGE_SHIFT, __ATOMIC_RELAXED);
+}
+
+/* Page idx just became resident: new generation, into the eviction ring. */
+static void became_resident(uint64_t idx, unsigned state, unsigned node, uint32_t pfn)
+{
+	pte_t e = P.pt[idx];
+	unsigned gen = (pte_gen(e) + 1) & PTE_GEN_MASK;
+
+	e = (e & ~((PTE_GEN_MASK << PTE_GEN_SHIFT) | PTE_REF)) | ((pte_t)gen << PTE_GEN_SHIFT);
+	P.pt[idx] = pte_make(e, state, node, pfn);
+	evict_push(P.ev, P.pt, idx, gen);
+	set_resident(1);
+	if (in_heap(idx) && idx >= P.heap_hi)
+		P.heap_hi = idx + 1;
+	else if (!in_heap(idx) && idx >= P.map_hi)
+		P.map_hi = idx + 1;
+}
+
+static void release_frame(unsigned node, uint32_t pfn)
+{
+	if (!client_release(P.c.client, node, pfn, 1))
+		STAT_ADD(P.c.stats, frames_released, 1);
+}
+
+/* ---- frames and write buffers ---- */
+
+/* One frame for an evicted page, from the preferred node or, when that one
+ * is full or failed, the next (COMEX Fig. 4). -ENOSPC when all are full. */
+static int take_frame(unsigned *node_out, uint32_t *pfn_out)
+{
+	for (unsigned a = 0; a < P.nnodes; a++) {
+		unsigned n = placement_choice(P.preferred, a, P.nnodes);
+		uint32_t pfn, count;
+
+		if (!P.cursor[n].left) {
+			if (client_alloc(P.c.client, n, P.c.flush_run, &pfn, &count))
+				continue;
+			P.cursor[n].pfn = pfn;
+			P.cursor[n].left = count;
+		}
+		*node_out = n;
+		*pfn_out = P.cursor[n].pfn++;
+		P.cursor[n].left--;
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+static void flush(unsigned node)
+{
+	struct wbuf *wb = P.wb[node];
+	uint32_t pfn, count;
+	const void *data;
+	int err;
+
+	wbuf_run(wb, &pfn, &count, &data);
+	if (!count)
+		return;
+	err = client_write(P.c.client, node, pfn, count, data);
+	if (err)
+		die("comex: a memnode failed while taking evicted pages that exist nowhere else",
+		    (uintptr_t)data, err);
+	for (uint32_t i = 0; i < count; i++) {
+		uint64_t idx;
+		bool cancelled;
+
+		wbuf_entry(wb, i, &idx, &cancelled);
+		if (cancelled)
+			release_frame(node, pfn + i);
+		else
+			P.pt[idx] = pte_make(P.pt[idx], PTE_REMOTE, node, pfn + i);
+	}
+	wbuf_clear(wb);
+	STAT_ADD(P.c.stats, pages_written, count);
+	STAT_ADD(P.c.stats, bytes_written, (uint64_t)count << PAGE_SHIFT);
+	STAT_ADD(P.c.stats, remote_writes, 1);
+}
+
+static void flush_all(void)
+{
+	for (unsigned n = 0; n < P.nnodes; n++)
+		flush(n);
+}
+
+/* ---- eviction ---- */
+
+static bool page_is_zero(const void *p)
+{
+	const uint64_t *w = p;
+
+	for (size_t i = 0; i < PAGE_SIZE / 8; i++)
+		if (w[i])
+			return false;
+	return true;
+}
+
+/* Applies fn to each maximal run of consecutive indices among v[0..n) whose
+ * entry passes keep (which may be NULL for all). */
+static int for_runs(const uint64_t *v, uint32_t n, bool (*keep)(uint64_t),
+		    int (*fn)(uint64_t first, uint32_t len))
+{
+	for (uint32_t i = 0; i < n;) {
+		uint32_t j = i;
+		int err;
+
+		if (keep && !keep(v[i])) {
+			i++;
+			continue;
+		}
+		while (j + 1 < n && v[j + 1] == v[j] + 1 && (!keep || keep(v[j + 1])))
+			j++;
+		if ((err = fn(v[i], j - i + 1)))
+			return err;
+		i = j + 1;
+	}
+	return 0;
+}
+
+static bool is_dirty(uint64_t idx) { return pte_state(P.pt[idx]) == PTE_DIRTY; }
+static bool is_gone(uint64_t idx) { return !pte_resident(P.pt[idx]); }
+
+static int protect_run(uint64_t first, uint32_t len)
+{
+	int err = uffd_wp(P.c.uffd, page_addr(first), (size_t)len << PAGE_SHIFT, 1);
+
+	if (err)
+		die("comex: cannot write-protect pages to evict them", (uintptr_t)page_addr(first), err);
+	return 0;
+}
+
+static int drop_run(uint64_t first, uint32_t len)
+{
+	int err = raw_madvise(page_addr(first), (size_t)len << PAGE_SHIFT, MADV_DONTNEED);
+
+	if (err)
+		die("comex: cannot drop evicted pages", (uintptr_t)page_addr(first), err);
+	return 0;
+}
+
+/* Copies the dirty victims' contents (write-protected, so stable) into
+ * scratch, one pread per run. */
+static uint32_t copy_pos;
+static int copy_run(uint64_t first, uint32_t len)
+{
+	size_t bytes = (size_t)len << PAGE_SHIFT;
+	ssize_t r = pread(P.memfd, P.scratch + ((size_t)copy_pos << PAGE_SHIFT), bytes,
+			  (off_t)(uintptr_t)page_addr(first));
+
+	if (r != (ssize_t)bytes)
+		die("comex: cannot read pages to evict through /proc/self/mem", (uintptr_t)page_addr(first),
+		    r < 0 ? -errno : -EIO);
+	copy_pos += len;
+	return 0;
+}
+
+/* A dirty victim whose copy is at src: into a write buffer, or back to
+ * resident (unprotected) when every memnode is full. */
+static bool evict_dirty(uint64_t idx, const char *src)
+{
+	unsigned node;
+	uint32_t pfn;
+
+	if (page_is_zero(src)) {
+		P.pt[idx] = pte_set_state(P.pt[idx], PTE_EMPTY);
+		STAT_ADD(P.c.stats, pages_dropped_zero, 1);
+		return true;
+	}
+	if (take_frame(&node, &pfn)) {
+		if (!P.full_warned)
+			log_warn("every memnode is full: keeping pages resident beyond the local budget");
+		P.full_warned = true;
+		uffd_wp(P.c.uffd, page_addr(idx), PAGE_SIZE, 0);
+		STAT_ADD(P.c.stats, budget_overshoots, 1);
+		return false;
+	}
+	if (wbuf_must_flush_before(P.wb[node], pfn))
+		flush(node);
+	memcpy(wbuf_add(P.wb[node], idx, pfn), src, PAGE_SIZE);
+	P.pt[idx] = pte_make(P.pt[idx], PTE_WBUF, node, pfn);
+	if (wbuf_ready(P.wb[node]))
+		flush(node);
+	return true;
+}
+
+/* Evicts up to one batch; returns the number of pages that left residency. */
+static uint32_t evict_batch(void)
+{
+	uint64_t v[MAX_BATCH], t0 = now_ns();
+	uint32_t n = evict_pick(P.ev, P.pt, P.c.evict_batch, v), gone = 0, k = 0;
+
+	if (!n)
+		return 0;
+	for_runs(v, n, is_dirty, protect_run);
+	copy_pos = 0;
+	for_runs(v, n, is_dirty, copy_run);
+	for (uint32_t i = 0; i < n; i++) {
+		pte_t e = P.pt[v[i]];
+
+		if (pte_state(e) == PTE_CLEAN) {
+			P.pt[v[i]] = pte_set_state(e, PTE_REMOTE);
+			STAT_ADD(P.c.stats, pages_dropped_clean, 1);
+			gone++;
+		} else if (evict_dirty(v[i], P.scratch + ((size_t)k++ << PAGE_SHIFT))) {
+			gone++;
+		}
+	}
+	for_runs(v, n, is_gone, drop_run);
+	set_resident(-(int64_t)gone);
+	STAT_ADD(P.c.stats, pages_evicted, gone);
+	STAT_ADD(P.c.stats, ns_evict, now_ns() - t0);
+	return gone;
+}
+
+/* Evicts until k more pages fit in the budget (or nothing more can go). */
+static void make_room(uint64_t k)
+{
+	while (P.resident + k > P.c.budget_pages && !__atomic_load_n(&P.no_evict, __ATOMIC_ACQUIRE))
+		if (!evict_batch())
+			break;
+}
+
+/* ---- faults ---- */
+
+static bool zero_eligible(uint64_t idx)
+{
+	unsigned s = pte_state(P.pt[idx]);
+
+	return s == PTE_EMPTY || (s == PTE_FREE && in_heap(idx));
+}
+
+static void zero_fill(uint64_t idx, uint64_t t0)
+{
+	uint64_t w = P.c.zero_window, lo = idx, hi = idx + 1;
+	uint64_t wlo = idx - idx % w, whi = wlo + w;
+	int err;
+
+	if (whi > P.c.npages)
+		whi = P.c.npages;
+	if (whi > P.c.heap_pages && idx < P.c.heap_pages)
+		whi = P.c.heap_pages;
+	while (lo > wlo && zero_eligible(lo - 1))
+		lo--;
+	while (hi < whi && zero_eligible(hi))
+		hi++;
+	err = uffd_zero(P.c.uffd, page_addr(lo), (hi - lo) << PAGE_SHIFT);
+	if (err && hi - lo > 1) {
+		lo = idx;
+		hi = idx + 1;
+		err = uffd_zero(P.c.uffd, page_addr(lo), PAGE_SIZE);
+	}
+	if (err == -EAGAIN) {
+		uffd_wake(P.c.uffd, page_addr(idx), PAGE_SIZE);
+		return;
+	}
+	if (err && err != -EEXIST)
+		die("comex: cannot zero-fill a page", (uintptr_t)page_addr(idx), err);
+	if (err == -EEXIST)
+		uffd_wake(P.c.uffd, page_addr(idx), PAGE_SIZE);
+	for (uint64_t i = lo; i < hi; i++)
+		became_resident(i, PTE_DIRTY, 0, 0);
+	STAT_ADD(P.c.stats, faults_zero, 1);
+	STAT_ADD(P.c.stats, ns_zero, now_ns() - t0);
+}
+
+/* Maps a copy of page idx; clean pages stay write-protected to catch writes. */
+static void install(uint64_t idx, const void *src, bool clean, unsigned node, uint32_t pfn)
+{
+	int err = uffd_copy(P.c.uffd, page_addr(idx), src, PAGE_SIZE, clean);
+
+	if (err == -EAGAIN) { /* the address space is changing: let the thread retry */
+		uffd_wake(P.c.uffd, page_addr(idx), PAGE_SIZE);
+		return;
+	}
+	if (err)
+		die("comex: cannot install a page", (uintptr_t)page_addr(idx), err);
+	became_resident(idx, clean ? PTE_CLEAN : PTE_DIRTY, node, pfn);
+}
+
+/* One remote read of the run of consecutive frames around idx within its
+ * prefetch window (COMEX §4.4), into the read buffer. */
+static void fetch(uint64_t idx, pte_t e)
+{
+	uint64_t w = P.c.prefetch, wlo = idx - idx % w, lo = idx, hi = idx + 1;
+	unsigned node = pte_node(e);
+	char *slot;
+	int err;
+
+	while (lo > wlo && pte_state(P.pt[lo - 1]) == PTE_REMOTE && pte_node(P.pt[lo - 1]) == node &&
+	       pte_pfn(P.pt[lo - 1]) + 1 == pte_pfn(P.pt[lo]))
+		lo--;
+	while (hi < wlo + w && hi < P.c.npages && pte_state(P.pt[hi]) == PTE_REMOTE &&
+	       pte_node(P.pt[hi]) == node && pte_pfn(P.pt[hi]) == pte_pfn(P.pt[hi - 1]) + 1)
+		hi++;
+	slot = rbuf_slot(P.rb, idx);
+	err = client_read(P.c.client, node, pte_pfn(P.pt[lo]), (uint32_t)(hi - lo),
+			  slot + ((lo - wlo) << PAGE_SHIFT));
+	if (err)
+		die("comex: a memnode failed while reading back a page that exists nowhere else",
+		    (uintptr_t)page_addr(idx), err);
+	for (uint64_t i = lo; i < hi; i++)
+		rbuf_mark(P.rb, i);
+	STAT_ADD(P.c.stats, remote_reads, 1);
+	STAT_ADD(P.c.stats, bytes_read, (hi - lo) << PAGE_SHIFT);
+}
+
+static void fault_missing(uint64_t idx)
+{
+	uint64_t t0 = now_ns();
+	pte_t e;
+	const void *src;
+
+	make_room(zero_eligible(idx) ? P.c.zero_window : 1);
+	e = P.pt[idx];
+	switch (pte_state(e)) {
+	case PTE_FREE:
+	case PTE_EMPTY:
+		zero_fill(idx, t0);
+		return;
+	case PTE_WBUF:
+		src = wbuf_find(P.wb[pte_node(e)], idx, true);
+		if (!src)
+			die("comex: internal error: page missing from its write buffer", (uintptr_t)page_addr(idx), -EIO);
+		install(idx, src, false, 0, 0);
+		STAT_ADD(P.c.stats, faults_wbuf_hit, 1);
+		STAT_ADD(P.c.stats, ns_wbuf_hit, now_ns() - t0);
+		return;
+	case PTE_REMOTE:
+		if ((src = rbuf_lookup(P.rb, idx))) {
+			install(idx, src, true, pte_node(e), pte_pfn(e));
+			rbuf_drop(P.rb, idx);
+			STAT_ADD(P.c.stats, faults_rbuf_hit, 1);
+			STAT_ADD(P.c.stats, ns_rbuf_hit, now_ns() - t0);
+			return;
+		}
+		fetch(idx, e);
+		install(idx, rbuf_lookup(P.rb, idx), true, pte_node(e), pte_pfn(e));
+		rbuf_drop(P.rb, idx);
+		STAT_ADD(P.c.stats, faults_remote, 1);
+		STAT_ADD(P.c.stats, ns_remote, now_ns() - t0);
+		return;
+	default: /* resident already (another thread's fault served it) */
+		uffd_wake(P.c.uffd, page_addr(idx), PAGE_SIZE);
+		STAT_ADD(P.c.stats, faults_spurious, 1);
+	}
+}
+
+/* A write to a clean page: its remote copy goes stale, so release the frame. */
+static void fault_wp(uint64_t idx)
+{
+	pte_t e = P.pt[idx];
+	int err;
+
+	STAT_ADD(P.c.stats, faults_wp, 1);
+	if (pte_state(e) != PTE_CLEAN) {
+		uffd_wake(P.c.uffd, page_addr(idx), PAGE_SIZE);
+		return;
+	}
+	release_frame(pte_node(e), pte_pfn(e));
+	P.pt[idx] = pte_set_state(e, PTE_DIRTY) | PTE_REF;
+	err = uffd_wp(P.c.uffd, page_addr(idx), PAGE_SIZE, 0);
+	if (err)
+		die("comex: cannot unprotect a written page", (uintptr_t)page_addr(idx), err);
+}
+
+static void handle(const struct uffd_msg *m)
+{
+	uintptr_t a = m->arg.pagefault.address & ~(PAGE_SIZE - 1);
+	uint64_t idx;
+
+	if (m->event != UFFD_EVENT_PAGEFAULT)
+		return;
+	if (a < (uintptr_t)P.c.base || a >= (uintptr_t)page_addr(P.c.npages)) {
+		uffd_wake(P.c.uffd, (void *)a, PAGE_SIZE);
+		return;
+	}
+	__atomic_store_n(&P.busy_addr, a, __ATOMIC_RELAXED);
+	idx = (a - (uintptr_t)P.c.base) >> PAGE_SHIFT;
+	if (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP)
+		fault_wp(idx);
+	else
+		fault_missing(idx);
+	if (P.c.wedge_after && ++P.faults >= P.c.wedge_after)
+		for (;;) /* test hook: wedge while holding the batch, for the watchdog */
+			pause();
+}
+
+void pager_run(void)
+{
+	struct uffd_msg msg[64];
+	uint64_t idle_since = now_ns();
+
+	for (;;) {
+		ssize_t r = read(P.c.uffd, msg, sizeof(msg));
+
+		if (r > 0) {
+			pthread_mutex_lock(&P.lock);
+			__atomic_store_n(&P.busy_since, now_ns(), __ATOMIC_RELAXED);
+			for (ssize_t i = 0; i < r / (ssize_t)sizeof(msg[0]); i++)
+				handle(&msg[i]);
+			__atomic_store_n(&P.busy_since, 0, __ATOMIC_RELAXED);
+			pthread_mutex_unlock(&P.lock);
+			idle_since = now_ns();
+			continue;
+		}
+		if (r < 0 && errno != EAGAIN && errno != EINTR)
+			die("comex: reading faults from userfaultfd failed", 0, -errno);
+		if (now_ns() - idle_since < P.c.spin_ns) {
+			__builtin_ia32_pause();
+			continue;
+		}
+		struct pollfd pfd = { .fd = P.c.uffd, .events = POLLIN };
+		poll(&pfd, 1, 1000);
+	}
+}
+
+uint64_t pager_stuck_ns(uint64_t now, uintptr_t *addr_out)
+{
+	uint64_t since = __atomic_load_n(&P.busy_since, __ATOMIC_RELAXED);
+
+	*addr_out = __atomic_load_n(&P.busy_addr, __ATOMIC_RELAXED);
+	return since && now > since ? now - since : 0;
+}
+
+/* Pages the allocator touched before the region was registered are resident
+ * without ever having faulted: account for them. */
+#define ADOPT_SCAN (1ull << 18) /* pages: the first GiB of the heap */
+static void adopt(uint64_t lo, uint64_t hi)
+{
+	unsigned char *vec = rt_alloc(hi - lo);
+
+	if (!vec || syscall(SYS_mincore, page_addr(lo), (hi - lo) << PAGE_SHIFT, vec))
+		log_warn("cannot find pages touched before start-up (%m); they stay outside the budget");
+	else
+		for (uint64_t i = lo; i < hi; i++)
+			if (vec[i - lo] & 1)
+				became_resident(i, PTE_DIRTY, 0, 0);
+	rt_free(vec, hi - lo);
+}
+
+int pager_init(const struct pager_config *cfg)
+{
+	int err;
+
+	P.c = *cfg;
+	if (P.c.evict_batch > MAX_BATCH)
+		P.c.evict_batch = MAX_BATCH;
+	if (!P.c.zero_window)
+		P.c.zero_window = 1;
+	P.pt = rt_alloc(cfg->npages * sizeof(pte_t));
+	P.scratch = rt_alloc((size_t)MAX_BATCH << PAGE_SHIFT);
+	if (!P.pt || !P.scratch)
+		return -ENOMEM;
+	if ((err = ranges_create(cfg->npages - cfg->heap_pages, &P.ranges)) ||
+	    (err = rbuf_create(cfg->rbuf_pages, cfg->prefetch, &P.rb)) ||
+	    (err = evict_create(2 * cfg->budget_pages + 4096, cfg->clock, &P.ev)))
+		return err;
+	P.nnodes = client_nodes(cfg->client);
+	if (P.nnodes > MAX_NODES)
+		P.nnodes = MAX_NODES;
+	for (unsigned n = 0; n < P.nnodes; n++)
+		if ((err = wbuf_create(cfg->wbuf_pages, cfg->flush_run, &P.wb[n])))
+			return err;
+	P.preferred = placement_preferred(placement_local_nid(), (uint32_t)getpid(), P.nnodes);
+	P.memfd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+	if (P.memfd < 0) {
+		log_error("cannot open /proc/self/mem to copy pages out: %m");
+		return -errno;
+	}
+	if ((err = uffd_register(cfg->uffd, cfg->base, cfg->npages << PAGE_SHIFT)))
+		return err;
+	adopt(0, cfg->heap_pages < ADOPT_SCAN ? cfg->heap_pages : ADOPT_SCAN);
+	cfg->stats->rbuf_bytes = rbuf_bytes(P.rb);
+	cfg->stats->wbuf_bytes = (uint64_t)P.nnodes * cfg->wbuf_pages * PAGE_SIZE;
+	return 0;
+}
+
+/* ---- the interposed mmap family ---- */
+
+static bool in_region(const void *addr, size_t len)
+{
+	return (const char *)addr >= P.c.base && len <= (P.c.npages << PAGE_SHIFT) &&
+	       (const char *)addr + len <= page_addr(P.c.npages);
+}
+
+/* Forgets pages [lo, hi): frames released, buffers cancelled, local pages
+ * dropped; they read as zero afterwards (state to, EMPTY or FREE). */
+static void forget(uint64_t lo, uint64_t hi, unsigned to)
+{
+	int64_t res = 0;
+
+	for (uint64_t i = lo; i < hi; i++) {
+		pte_t e = P.pt[i];
+
+		if (P.detached) {
+			P.pt[i] = pte_set_state(e, to);
+			continue;
+		}
+		switch (pte_state(e)) {
+		case PTE_CLEAN:
+			res--;
+			/* fall through */
+		case PTE_REMOTE:
+			release_frame(pte_node(e), pte_pfn(e));
+			rbuf_drop(P.rb, i);
+			break;
+		case PTE_DIRTY:
+			res--;
+			break;
+		case PTE_WBUF:
+			wbuf_find(P.wb[pte_node(e)], i, true);
+			break;
+		}
+		if (pte_state(e) != PTE_FREE && pte_state(e) != PTE_EMPTY)
+			STAT_ADD(P.c.stats, pages_discarded, 1);
+		P.pt[i] = pte_make(e, to, 0, 0);
+	}
+	if (!P.detached)
+		set_resident(res);
+	raw_madvise(page_addr(lo), (hi - lo) << PAGE_SHIFT, MADV_DONTNEED);
+}
+
+static uint64_t page_of(const void *addr) { return (uint64_t)((const char *)addr - P.c.base) >> PAGE_SHIFT; }
+static uint64_t npages_of(size_t len) { return (len + PAGE_SIZE - 1) >> PAGE_SHIFT; }
+
+static int set_prot(void *addr, size_t len, int prot)
+{
+	if (prot == (PROT_READ | PROT_WRITE))
+		return 0;
+	return syscall(SYS_mprotect, addr, len, prot) ? -errno : 0;
+}
+
+int pager_mmap(size_t len, int prot, void **out)
+{
+	uint64_t n = npages_of(len), start;
+	int err;
+
+	pthread_mutex_lock(&P.lock);
+	err = ranges_alloc(P.ranges, n, &start);
+	if (!err) {
+		start += P.c.heap_pages;
+		forget(start, start + n, PTE_EMPTY);
+		err = set_prot(page_addr(start), n << PAGE_SHIFT, prot);
+		if (err)
+			ranges_free(P.ranges, start - P.c.heap_pages, n);
+	}
+	pthread_mutex_unlock(&P.lock);
+	if (!err)
+		*out = page_addr(start);
+	return err;
+}
+
+/* MAP_FIXED anonymous over the region: fresh zero pages, without replacing
+ * the registered mapping (which would lose userfaultfd coverage). */
+int pager_mmap_fixed(void *addr, size_t len, int prot)
+{
+	uint64_t lo = page_of(addr), n = npages_of(len);
+	int err;
+
+	if (!in_region(addr, len) || ((uintptr_t)addr & (PAGE_SIZE - 1)))
+		return -EINVAL;
+	pthread_mutex_lock(&P.lock);
+	if (lo >= P.c.heap_pages)
+		ranges_take(P.ranges, lo - P.c.heap_pages, n); /* -EBUSY: already ours, fine */
+	forget(lo, lo + n, PTE_EMPTY);
+	err = syscall(SYS_mprotect, addr, n << PAGE_SHIFT, prot) ? -errno : 0;
+	pthread_mutex_unlock(&P.lock);
+	return err;
+}
+
+int pager_munmap(void *addr, size_t len)
+{
+	uint64_t lo = page_of(addr), n = npages_of(len);
+
+	if (!in_region(addr, len) || ((uintptr_t)addr & (PAGE_SIZE - 1)))
+		return -EINVAL;
+	if (lo < P.c.heap_pages) /* the allocator's arena is never unmapped, only discarded */
+		return pager_discard(addr, len);
+	pthread_mutex_lock(&P.lock);
+	forget(lo, lo + n, PTE_FREE);
+	syscall(SYS_mprotect, addr, n << PAGE_SHIFT, PROT_READ | PROT_WRITE);
+	for (uint64_t i = lo; i < lo + n; i++) /* pages already free are skipped */
+		ranges_free(P.ranges, i - P.c.heap_pages, 1);
+	pthread_mutex_unlock(&P.lock);
+	return 0;
+}
+
+int pager_discard(void *addr, size_t len)
+{
+	uint64_t lo = page_of(addr), n = npages_of(len);
+
+	if (!in_region(addr, len) || ((uintptr_t)addr & (PAGE_SIZE - 1)))
+		return -EINVAL;
+	pthread_mutex_lock(&P.lock);
+	forget(lo, lo + n, PTE_EMPTY);
+	pthread_mutex_unlock(&P.lock);
+	return 0;
+}
+
+/* Moves page entries and resident contents from [from, +n) to [to, +n). */
+static int move_pages(uint64_t from, uint64_t to, uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		pte_t e = P.pt[from + i];
+		unsigned s = pte_state(e);
+		int err;
+
+		if (s == PTE_DIRTY || s == PTE_CLEAN) {
+			if (!P.detached) {
+				err = uffd_copy(P.c.uffd, page_addr(to + i), page_addr(from + i), PAGE_SIZE, s == PTE_CLEAN);
+				if (err)
+					return err;
+				became_resident(to + i, s, pte_node(e), pte_pfn(e));
+				set_resident(-1);
+			} else {
+				memcpy(page_addr(to + i), page_addr(from + i), PAGE_SIZE);
+				P.pt[to + i] = e;
+			}
+		} else if (s == PTE_REMOTE) {
+			rbuf_drop(P.rb, from + i);
+			P.pt[to + i] = pte_make(P.pt[to + i], PTE_REMOTE, pte_node(e), pte_pfn(e));
+		} else {
+			P.pt[to + i] = pte_set_state(P.pt[to + i], PTE_EMPTY);
+		}
+		P.pt[from + i] = pte_make(e, PTE_EMPTY, 0, 0);
+	}
+	return 0;
+}
+
+static int remap_locked(uint64_t lo, uint64_t on, uint64_t nn, int flags, void *newaddr, void **out)
+{
+	uint64_t start;
+	int err;
+
+	if (nn <= on) {
+		if (nn < on) {
+			forget(lo + nn, lo + on, PTE_FREE);
+			for (uint64_t i = lo + nn; i < lo + on; i++)
+				ranges_free(P.ranges, i - P.c.heap_pages, 1);
+		}
+		*out = page_addr(lo);
+		return 0;
+	}
+	if (!(flags & MREMAP_FIXED) && !ranges_take(P.ranges, lo + on - P.c.heap_pages, nn - on)) {
+		forget(lo + on, lo + nn, PTE_EMPTY);
+		*out = page_addr(lo);
+		return 0;
+	}
+	if (!(flags & MREMAP_MAYMOVE))
+		return -ENOMEM;
+	if (flags & MREMAP_FIXED) {
+		start = page_of(newaddr);
+		if (!in_region(newaddr, nn << PAGE_SHIFT) || start < P.c.heap_pages)
+			return -EINVAL;
+		ranges_take(P.ranges, start - P.c.heap_pages, nn);
+	} else if ((err = ranges_alloc(P.ranges, nn, &start))) {
+		return err;
+	} else {
+		start += P.c.heap_pages;
+	}
+	forget(start, start + nn, PTE_EMPTY);
+	flush_all(); /* no page of the old range may sit in a write buffer under its old index */
+	if ((err = move_pages(lo, start, on)))
+		return err;
+	forget(lo, lo + on, PTE_FREE);
+	for (uint64_t i = lo; i < lo + on; i++)
+		ranges_free(P.ranges, i - P.c.heap_pages, 1);
+	*out = page_addr(start);
+	return 0;
+}
+
+int pager_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newaddr, void **out)
+{
+	uint64_t lo = page_of(old);
+	int err;
+
+	if (!in_region(old, oldlen) || lo < P.c.heap_pages || ((uintptr_t)old & (PAGE_SIZE - 1)) || !newlen)
+		return -EINVAL;
+	pthread_mutex_lock(&P.lock);
+	err = remap_locked(lo, npages_of(oldlen), npages_of(newlen), flags, newaddr, out);
+	pthread_mutex_unlock(&P.lock);
+	return err;
+}
+
+/* ---- fork ---- */
+
+/* Faults in every page that is not resident, from this (program) thread, by
+ * reading it through /proc/self/mem: a kernel-mode fault the handler serves,
+ * whatever the page's protection. Eviction is off meanwhile. */
+static bool bring_home(uint64_t lo, uint64_t hi, bool read)
+{
+	char buf[PAGE_SIZE];
+	bool any = false;
+
+	for (uint64_t i = lo; i < hi; i++) {
+		unsigned s = pte_state(__atomic_load_n(&P.pt[i], __ATOMIC_RELAXED));
+
+		if (s != PTE_REMOTE && s != PTE_WBUF)
+			continue;
+		any = true;
+		if (read && pread(P.memfd, buf, PAGE_SIZE, (off_t)(uintptr_t)page_addr(i)) != PAGE_SIZE)
+			die("comex: cannot bring a page home before fork", (uintptr_t)page_addr(i), -errno);
+	}
+	return any;
+}
+
+static bool any_away(bool read)
+{
+	bool heap = bring_home(0, P.heap_hi, read);
+
+	return bring_home(P.c.heap_pages, P.map_hi, read) || heap;
+}
+
+void pager_fork(int phase)
+{
+	if (P.detached || !P.pt)
+		return;
+	switch (phase) {
+	case FORK_PREPARE:
+		__atomic_store_n(&P.no_evict, 1, __ATOMIC_RELEASE);
+		for (;;) {
+			any_away(true);
+			pthread_mutex_lock(&P.lock);
+			if (!any_away(false))
+				break;
+			pthread_mutex_unlock(&P.lock);
+		}
+		return;
+	case FORK_PARENT:
+		__atomic_store_n(&P.no_evict, 0, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&P.lock);
+		return;
+	case FORK_CHILD:
+		P.detached = true;
+		pthread_mutex_init(&P.lock, NULL);
+		close(P.c.uffd);
+		return;
+	}
+}

@@ -1,0 +1,47 @@
+/* pager: the user-space pager of one process (COMEX §4.3-4.4 on userfaultfd).
+ * It owns the managed region's page table and serves its faults on one
+ * handler thread: zero fill, write-buffer hit, read-buffer (prefetch) hit, or
+ * one remote read of the page's run of neighbours; it keeps resident pages
+ * within the budget by evicting through per-memnode write buffers. The
+ * interposed mmap family calls in here under the pager lock. */
+#ifndef COMEX_RT_PAGER_H
+#define COMEX_RT_PAGER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct comex_client;
+struct stats;
+
+struct pager_config {
+	char *base;               /* managed region, registered with uffd */
+	uint64_t npages;
+	uint64_t heap_pages;      /* [0, heap_pages): the allocator's arena, handed out as a whole */
+	uint64_t budget_pages;    /* resident program pages allowed */
+	uint32_t prefetch, rbuf_pages, wbuf_pages, flush_run, evict_batch, zero_window;
+	bool clock;
+	uint64_t spin_ns;
+	uint64_t wedge_after;     /* test hook: stop serving after this many faults (0: never) */
+	int uffd;
+	struct comex_client *client;
+	struct stats *stats;
+};
+
+int pager_init(const struct pager_config *cfg);
+/* The handler thread's body; never returns. */
+void pager_run(void);
+/* Watchdog probe: nanoseconds the handler has been stuck on one batch of
+ * faults (0 if idle or progressing), and the address it is serving. */
+uint64_t pager_stuck_ns(uint64_t now_ns, uintptr_t *addr_out);
+
+/* The interposed calls, for ranges inside the region only. */
+int pager_mmap(size_t len, int prot, void **out);
+int pager_mmap_fixed(void *addr, size_t len, int prot);
+int pager_munmap(void *addr, size_t len);
+int pager_discard(void *addr, size_t len);
+int pager_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newaddr, void **out);
+/* Fork: prepare brings every page home and holds the lock; parent/child after. */
+void pager_fork(int phase);
+
+#endif

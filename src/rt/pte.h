@@ -1,0 +1,56 @@
+/* pte: the runtime's page table, one 64-bit entry per 4 KiB page of the
+ * managed region. Only the fault-handler thread and holders of the pager lock
+ * change entries; anyone may read them as hints (fork preparation does). */
+#ifndef COMEX_RT_PTE_H
+#define COMEX_RT_PTE_H
+
+#include <stdint.h>
+
+#define PAGE_SHIFT 12
+#define PAGE_SIZE  (1ul << PAGE_SHIFT)
+
+enum pte_state {
+	PTE_FREE = 0,    /* not handed out (mmap area) / never touched (heap arena) */
+	PTE_EMPTY,       /* handed out, never touched or discarded: reads as zero */
+	PTE_DIRTY,       /* resident, no valid remote copy */
+	PTE_CLEAN,       /* resident, write-protected, remote copy at (node, pfn) valid */
+	PTE_REMOTE,      /* only at (node, pfn); maybe also in the read buffer */
+	PTE_WBUF,        /* in node's write buffer, frame pfn reserved, not yet written */
+	PTE_FOREIGN,     /* a file or shared mapping the program placed over the region */
+};
+
+/* bits 0-2 state, 3 referenced (second chance), 4-15 generation (matches the
+ * eviction ring's item for this residency), 16-23 node, 24-55 pfn. */
+typedef uint64_t pte_t;
+
+#define PTE_REF    (1ull << 3)
+#define PTE_GEN_SHIFT 4
+#define PTE_GEN_MASK  0xfffull
+
+static inline unsigned pte_state(pte_t e) { return e & 7; }
+static inline unsigned pte_node(pte_t e) { return (e >> 16) & 0xff; }
+static inline uint32_t pte_pfn(pte_t e) { return (uint32_t)(e >> 24); }
+static inline unsigned pte_gen(pte_t e) { return (e >> PTE_GEN_SHIFT) & PTE_GEN_MASK; }
+
+/* Same gen and ref, new state and location. */
+static inline pte_t pte_make(pte_t old, unsigned state, unsigned node, uint32_t pfn)
+{
+	return (old & ((PTE_GEN_MASK << PTE_GEN_SHIFT) | PTE_REF)) | state |
+	       ((uint64_t)node << 16) | ((uint64_t)pfn << 24);
+}
+
+static inline pte_t pte_set_state(pte_t old, unsigned state) { return (old & ~7ull) | state; }
+
+static inline int pte_resident(pte_t e)
+{
+	unsigned s = pte_state(e);
+	return s == PTE_DIRTY || s == PTE_CLEAN;
+}
+
+static inline int pte_has_frame(pte_t e)
+{
+	unsigned s = pte_state(e);
+	return s == PTE_CLEAN || s == PTE_REMOTE || s == PTE_WBUF;
+}
+
+#endif

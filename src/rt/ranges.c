@@ -1,0 +1,163 @@
+/* ranges: sorted array of free extents. Programs keep few extents (mmap'd
+ * buffers, allocator chunks), so linear first fit and memmove are cheap; the
+ * table holds MAX_EXTENTS, beyond which a free that would split further fails. */
+#include "ranges.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "rtmem.h"
+
+#define MAX_EXTENTS (1u << 18) /* 4 MiB of table, mapped lazily */
+
+struct extent { uint64_t start, len; };
+
+struct ranges {
+	uint64_t npages, nfree;
+	uint32_t n;
+	struct extent *e;
+};
+
+int ranges_create(uint64_t npages, struct ranges **out)
+{
+	struct ranges *r = rt_alloc(sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	r->e = rt_alloc(MAX_EXTENTS * sizeof(struct extent));
+	if (!r->e) {
+		rt_free(r, sizeof(*r));
+		return -ENOMEM;
+	}
+	r->npages = r->nfree = npages;
+	r->n = 1;
+	r->e[0] = (struct extent){ 0, npages };
+	*out = r;
+	return 0;
+}
+
+void ranges_destroy(struct ranges *r)
+{
+	if (!r)
+		return;
+	rt_free(r->e, MAX_EXTENTS * sizeof(struct extent));
+	rt_free(r, sizeof(*r));
+}
+
+static void remove_at(struct ranges *r, uint32_t i)
+{
+	memmove(&r->e[i], &r->e[i + 1], (r->n - i - 1) * sizeof(struct extent));
+	r->n--;
+}
+
+static int insert_at(struct ranges *r, uint32_t i, struct extent x)
+{
+	if (r->n == MAX_EXTENTS)
+		return -ENOMEM;
+	memmove(&r->e[i + 1], &r->e[i], (r->n - i) * sizeof(struct extent));
+	r->e[i] = x;
+	r->n++;
+	return 0;
+}
+
+int ranges_alloc(struct ranges *r, uint64_t len, uint64_t *start_out)
+{
+	if (!len)
+		return -EINVAL;
+	for (uint32_t i = 0; i < r->n; i++) {
+		struct extent *x = &r->e[i];
+
+		if (x->len < len)
+			continue;
+		*start_out = x->start;
+		x->start += len;
+		x->len -= len;
+		if (!x->len)
+			remove_at(r, i);
+		r->nfree -= len;
+		return 0;
+	}
+	return -ENOMEM;
+}
+
+/* Index of the first extent starting after page p. */
+static uint32_t upper(const struct ranges *r, uint64_t p)
+{
+	uint32_t lo = 0, hi = r->n;
+
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+
+		if (r->e[mid].start <= p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int ranges_take(struct ranges *r, uint64_t start, uint64_t len)
+{
+	uint32_t i = upper(r, start);
+	struct extent *x;
+	uint64_t end = start + len;
+
+	if (!len || !i)
+		return -EBUSY;
+	x = &r->e[i - 1];
+	if (x->start + x->len < end)
+		return -EBUSY;
+	if (x->start + x->len > end && x->start < start) {
+		struct extent tail = { end, x->start + x->len - end };
+
+		if (insert_at(r, i, tail))
+			return -ENOMEM;
+		x = &r->e[i - 1];
+		x->len = start - x->start;
+	} else if (x->start == start) {
+		x->start += len;
+		x->len -= len;
+		if (!x->len)
+			remove_at(r, i - 1);
+	} else {
+		x->len = start - x->start;
+	}
+	r->nfree -= len;
+	return 0;
+}
+
+int ranges_free(struct ranges *r, uint64_t start, uint64_t len)
+{
+	uint32_t i = upper(r, start);
+	uint64_t end = start + len;
+	struct extent *prev = i ? &r->e[i - 1] : NULL, *next = i < r->n ? &r->e[i] : NULL;
+
+	if (!len || end > r->npages)
+		return -EINVAL;
+	if ((prev && prev->start + prev->len > start) || (next && next->start < end))
+		return -EINVAL;
+	r->nfree += len;
+	if (prev && prev->start + prev->len == start) {
+		prev->len += len;
+		if (next && next->start == end) {
+			prev->len += next->len;
+			remove_at(r, i);
+		}
+		return 0;
+	}
+	if (next && next->start == end) {
+		next->start = start;
+		next->len += len;
+		return 0;
+	}
+	if (insert_at(r, i, (struct extent){ start, len })) {
+		r->nfree -= len;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+uint64_t ranges_free_pages(const struct ranges *r)
+{
+	return r->nfree;
+}

@@ -1,0 +1,23 @@
+/* ranges: first-fit allocator of page ranges inside the mmap area of the
+ * managed region, for the program's anonymous mmaps. Free extents are kept
+ * sorted and coalesced in a fixed table (no malloc). Not thread-safe: the
+ * pager lock serialises callers. Units: pages (index from the area start). */
+#ifndef COMEX_RT_RANGES_H
+#define COMEX_RT_RANGES_H
+
+#include <stdint.h>
+
+struct ranges;
+
+int ranges_create(uint64_t npages, struct ranges **out);
+void ranges_destroy(struct ranges *r);
+/* First fit; -ENOMEM when no free extent is long enough. */
+int ranges_alloc(struct ranges *r, uint64_t len, uint64_t *start_out);
+/* Takes exactly [start, start+len) if all of it is free, else -EBUSY. */
+int ranges_take(struct ranges *r, uint64_t start, uint64_t len);
+/* Returns [start, start+len); freeing pages that are already free is -EINVAL
+ * (nothing changed). */
+int ranges_free(struct ranges *r, uint64_t start, uint64_t len);
+uint64_t ranges_free_pages(const struct ranges *r);
+
+#endif

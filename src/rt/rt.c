@@ -1,0 +1,281 @@
+/* rt: configuration, region reservation, start-up order and the watchdog. */
+#include "rt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <mimalloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "log.h"
+#include "options.h"
+#include "pager.h"
+#include "pte.h"
+#include "stats.h"
+#include "uffd.h"
+
+__thread int rt_internal __attribute__((tls_model("initial-exec")));
+int rt_mode;
+char *rt_heap_lo, *rt_heap_hi, *rt_region_hi;
+
+static struct options opts;
+static struct stats *stats;
+static int early_state; /* 0 not yet, 1 in progress, 2 done */
+
+#define REGION_ALIGN (1ul << 30) /* the allocator wants its arena segment-aligned */
+
+static void __attribute__((noreturn)) fail(const char *why)
+{
+	log_error("%s; the program cannot run under comex", why);
+	_exit(126);
+}
+
+/* Reserves the region and hands its first half to mimalloc as the only
+ * memory it may use (limit_os_alloc), so every heap object lives there. */
+static void reserve_region(void)
+{
+	uint64_t len = opt_num(&opts, OPT_REGION) & ~(REGION_ALIGN - 1);
+	long p;
+	char *base;
+	mi_arena_id_t arena;
+
+	if (len < 2 * REGION_ALIGN)
+		fail("option region: must be at least 2G");
+	p = syscall(SYS_mmap, NULL, len + REGION_ALIGN, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == -1)
+		fail("cannot reserve the managed region (option region)");
+	base = (char *)(((uintptr_t)p + REGION_ALIGN - 1) & ~(REGION_ALIGN - 1));
+	syscall(SYS_madvise, base, len, MADV_NOHUGEPAGE); /* 4 KiB granularity for faults */
+	rt_heap_lo = base;
+	rt_heap_hi = base + len / 2;
+	rt_region_hi = base + len;
+	mi_option_set(mi_option_limit_os_alloc, 1);
+	if (!mi_manage_os_memory_ex(base, len / 2, true, false, true, -1, false, &arena))
+		fail("the allocator refused the managed region");
+}
+
+void rt_early(void)
+{
+	int zero = 0, first;
+	char *argv[] = { "comex-rt", NULL };
+
+	if (__atomic_load_n(&early_state, __ATOMIC_ACQUIRE) == 2)
+		return;
+	if (!__atomic_compare_exchange_n(&early_state, &zero, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		while (__atomic_load_n(&early_state, __ATOMIC_ACQUIRE) != 2)
+			if (rt_internal)
+				return; /* re-entered from our own start-up: stay outside */
+		return;
+	}
+	rt_internal++;
+	log_set_prefix("comex");
+	if (getenv("COMEX_LOCAL_MEM") && !options_configure(&opts, SC_RUN, 1, argv, &first)) {
+		log_threshold = (int)opt_num(&opts, OPT_LOG_LEVEL);
+		reserve_region();
+	}
+	rt_internal--;
+	__atomic_store_n(&early_state, 2, __ATOMIC_RELEASE);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *handler_main(void *arg)
+{
+	(void)arg;
+	rt_internal = 1;
+	pager_run();
+	return NULL;
+}
+
+/* Stops the program when the handler has been stuck on one batch of faults
+ * for longer than the watchdog option: a wedged handler must not leave the
+ * program hanging forever. */
+static void *watchdog_main(void *arg)
+{
+	uint64_t limit = opt_num(&opts, OPT_WATCHDOG);
+	struct timespec tick = { 0, 100 * 1000 * 1000 };
+
+	(void)arg;
+	rt_internal = 1;
+	for (;;) {
+		uintptr_t addr;
+		uint64_t stuck;
+
+		nanosleep(&tick, NULL);
+		stuck = pager_stuck_ns(now_ns(), &addr);
+		if (limit && stuck > limit) {
+			log_error("watchdog: the fault handler has been stuck for %llu ms serving page %#lx "
+				  "(option watchdog = %s); stopping the program",
+				  (unsigned long long)(stuck / 1000000), (unsigned long)addr, opt_str(&opts, OPT_WATCHDOG));
+			kill(getpid(), SIGKILL);
+		}
+	}
+	return NULL;
+}
+
+static void fork_prepare(void) { pager_fork(0); }
+static void fork_parent(void) { pager_fork(1); }
+static void fork_child(void)
+{
+	pager_fork(2);
+	rt_mode = RT_DETACHED;
+}
+
+/* Budget for program pages: local-mem minus the runtime's buffers. */
+static int budget(unsigned nodes, struct pager_config *pc)
+{
+	uint64_t m, wb = (uint64_t)nodes * pc->wbuf_pages;
+
+	if (options_parse_size(opt_str(&opts, OPT_LOCAL_MEM), &m)) {
+		log_error("option local-mem: '%s' is not a size (the runtime needs bytes; 'auto' is resolved by comex run)",
+			  opt_str(&opts, OPT_LOCAL_MEM));
+		return -EINVAL;
+	}
+	stats->local_mem_bytes = m;
+
+	if (pc->rbuf_pages + wb > (m >> PAGE_SHIFT) / 4) {
+		uint64_t rb = (m >> PAGE_SHIFT) / 8;
+
+		rb = rb < pc->prefetch * 4u ? pc->prefetch * 4u : rb;
+		log_info("local-mem %llu MiB is small: read buffer shrunk from %u to %llu pages",
+			 (unsigned long long)(m >> 20), pc->rbuf_pages, (unsigned long long)rb);
+		pc->rbuf_pages = (uint32_t)rb;
+	}
+	if ((m >> PAGE_SHIFT) < pc->rbuf_pages + wb + 256) {
+		log_error("option local-mem: %llu bytes leave no room beside the runtime's %llu KiB of buffers",
+			  (unsigned long long)m, (unsigned long long)((pc->rbuf_pages + wb) * 4));
+		return -EINVAL;
+	}
+	pc->budget_pages = (m >> PAGE_SHIFT) - pc->rbuf_pages - wb;
+	return 0;
+}
+
+static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
+{
+	const char *policy = opt_str(&opts, OPT_EVICT_POLICY);
+	const char *wedge = getenv("COMEX_TEST_WEDGE_AFTER");
+
+	*pc = (struct pager_config){
+		.base = rt_heap_lo, .npages = (uint64_t)(rt_region_hi - rt_heap_lo) >> PAGE_SHIFT,
+		.heap_pages = (uint64_t)(rt_heap_hi - rt_heap_lo) >> PAGE_SHIFT,
+		.prefetch = (uint32_t)opt_num(&opts, OPT_PREFETCH),
+		.rbuf_pages = (uint32_t)opt_num(&opts, OPT_RBUF_PAGES),
+		.wbuf_pages = (uint32_t)opt_num(&opts, OPT_WBUF_PAGES),
+		.flush_run = (uint32_t)opt_num(&opts, OPT_FLUSH_RUN),
+		.evict_batch = (uint32_t)opt_num(&opts, OPT_EVICT_BATCH),
+		.zero_window = (uint32_t)opt_num(&opts, OPT_ZERO_WINDOW),
+		.clock = !strcmp(policy, "clock"),
+		.spin_ns = opt_num(&opts, OPT_HANDLER_SPIN),
+		.wedge_after = wedge ? strtoull(wedge, NULL, 10) : 0,
+		.uffd = uffd, .client = cl, .stats = stats,
+	};
+	if (strcmp(policy, "clock") && strcmp(policy, "fifo")) {
+		log_error("option evict-policy: '%s' is neither clock nor fifo", policy);
+		return -EINVAL;
+	}
+	if (!pc->evict_batch || pc->evict_batch > 256 || !pc->wbuf_pages || !pc->flush_run) {
+		log_error("options evict-batch (1-256), wbuf-pages and flush-run must be positive");
+		return -EINVAL;
+	}
+	return budget(client_nodes(cl), pc);
+}
+
+static void start_thread(void *(*fn)(void *), const char *name)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, fn, NULL)) {
+		log_error("cannot start the %s thread: %m", name);
+		fail("start-up failed");
+	}
+	pthread_setname_np(t, name);
+	pthread_detach(t);
+}
+
+static void note_nodes(struct comex_client *cl)
+{
+	char addr[256];
+
+	stats->nodes = (int)client_nodes(cl);
+	for (unsigned i = 0; i < client_nodes(cl) && i < STATS_MAX_NODES; i++)
+		if (!opt_list_item(&opts, OPT_MEMNODE, i, addr, sizeof(addr)))
+			snprintf(stats->node_addr[i], sizeof(stats->node_addr[i]), "%.63s", addr);
+}
+
+__attribute__((constructor(101))) static void rt_init(void)
+{
+	struct comex_client *cl;
+	struct pager_config pc;
+	int uffd, err;
+
+	rt_early();
+	if (!rt_heap_lo)
+		return;
+	rt_internal++;
+	if ((err = uffd_open(&uffd)))
+		fail(err == -EPERM || err == -ENOSYS ? uffd_permission_help(err) : "userfaultfd unavailable");
+	if (stats_create(&stats))
+		fail("out of memory for counters");
+	stats->managed_bytes = (uint64_t)(rt_region_hi - rt_heap_lo);
+	if (client_connect(&opts, &cl))
+		fail("cannot reach the memnodes (option memnode)");
+	note_nodes(cl);
+	if (configure(cl, uffd, &pc) || pager_init(&pc))
+		fail("pager start-up failed");
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	start_thread(handler_main, "comex-fault");
+	start_thread(watchdog_main, "comex-watchdog");
+	__atomic_store_n(&rt_mode, RT_MANAGED, __ATOMIC_RELEASE); /* mmap family managed from now on */
+	log_debug("managing %p-%p, budget %llu pages", (void *)rt_heap_lo, (void *)rt_region_hi,
+		  (unsigned long long)pc.budget_pages);
+	rt_internal--;
+}
+
+static uint64_t rss_bytes(void)
+{
+	char buf[128] = "";
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	unsigned long size = 0, rss = 0;
+
+	if (fd >= 0) {
+		if (read(fd, buf, sizeof(buf) - 1) < 0)
+			buf[0] = 0;
+		close(fd);
+	}
+	char *p = buf;
+	size = strtoul(p, &p, 10);
+	rss = strtoul(p, &p, 10);
+	(void)size;
+	return (uint64_t)rss << PAGE_SHIFT;
+}
+
+__attribute__((destructor)) static void rt_fini(void)
+{
+	const char *root = getenv("COMEX_ROOT_PID"), *path = opt_str(&opts, OPT_STATS_JSON);
+	uint64_t rss;
+
+	if (rt_mode != RT_MANAGED || !stats)
+		return; /* also in a forked child: its parent reports */
+	rt_internal++;
+	rss = rss_bytes();
+	stats->outside_rss_bytes = rss > stats->resident_bytes ? rss - stats->resident_bytes : 0;
+	if (*path && root && atoi(root) == getpid())
+		stats_write_json(stats, path);
+	stats_unlink(getpid());
+	rt_internal--;
+}

@@ -1,0 +1,30 @@
+/* rt: the preloaded runtime's start-up and global state. rt_early() reserves
+ * the managed region and points the allocator at it on the first allocation;
+ * the library constructor then connects to the memnodes and starts the fault
+ * handler and the watchdog. Threads of the runtime itself (and the threads
+ * they create) are marked rt_internal: their allocations and mappings stay
+ * outside the region, so the handler can never fault on itself. */
+#ifndef COMEX_RT_RT_H
+#define COMEX_RT_RT_H
+
+#include <stdbool.h>
+
+enum rt_mode { RT_OFF, RT_MANAGED, RT_DETACHED };
+
+extern __thread int rt_internal __attribute__((tls_model("initial-exec")));
+extern int rt_mode;
+extern char *rt_heap_lo, *rt_heap_hi, *rt_region_hi; /* heap arena, then the mmap area */
+
+void rt_early(void);
+
+static inline bool rt_in_heap(const void *p)
+{
+	return (const char *)p >= rt_heap_lo && (const char *)p < rt_heap_hi;
+}
+
+static inline bool rt_in_region(const void *p)
+{
+	return (const char *)p >= rt_heap_lo && (const char *)p < rt_region_hi;
+}
+
+#endif

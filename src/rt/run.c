@@ -1,0 +1,423 @@
+/* run: `comex run` and `comex stats`. The launcher checks what the runtime
+ * cannot do (static or Go binaries, no userfaultfd permission) before the
+ * program starts, resolves local-mem, starts an embedded memnode when none is
+ * given, and runs the program with the runtime preloaded. */
+#include "run.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "log.h"
+#include "options.h"
+#include "stats.h"
+#include "uffd.h"
+
+static const struct { const char *name; unsigned scope; } table[] = {
+#define OPT(id, name, type, def, unit, scope, doc) { name, scope },
+#include "options_table.h"
+#undef OPT
+};
+
+struct embedded { pid_t pid; char dir[64]; };
+
+/* ---- what the runtime cannot cover ---- */
+
+static int find_program(const char *name, char *out, size_t cap)
+{
+	const char *path = getenv("PATH");
+
+	if (strchr(name, '/')) {
+		snprintf(out, cap, "%s", name);
+		return access(out, X_OK) ? -errno : 0;
+	}
+	for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
+		size_t n = strcspn(p, ":");
+
+		snprintf(out, cap, "%.*s/%s", (int)n, p, name);
+		if (!access(out, X_OK))
+			return 0;
+		p += n + (p[n] == ':');
+	}
+	return -ENOENT;
+}
+
+static bool has_go_section(int fd, const Elf64_Ehdr *eh)
+{
+	Elf64_Shdr sh, strsh;
+	char name[32];
+
+	if (!eh->e_shoff || eh->e_shstrndx == SHN_UNDEF ||
+	    pread(fd, &strsh, sizeof(strsh), (off_t)(eh->e_shoff + eh->e_shstrndx * sizeof(sh))) != sizeof(strsh))
+		return false;
+	for (unsigned i = 0; i < eh->e_shnum; i++) {
+		if (pread(fd, &sh, sizeof(sh), (off_t)(eh->e_shoff + i * sizeof(sh))) != sizeof(sh) ||
+		    pread(fd, name, sizeof(name), (off_t)(strsh.sh_offset + sh.sh_name)) <= 0)
+			return false;
+		name[sizeof(name) - 1] = 0;
+		if (!strcmp(name, ".go.buildinfo") || !strcmp(name, ".note.go.buildid"))
+			return true;
+	}
+	return false;
+}
+
+/* 0 when the runtime can take over the program's memory; else logged. */
+static int check_binary(const char *path)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	bool interp = false;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err = 0;
+
+	if (fd < 0) {
+		log_error("cannot open %s: %m", path);
+		return -errno;
+	}
+	if (pread(fd, &eh, sizeof(eh), 0) < 4 || memcmp(eh.e_ident, ELFMAG, SELFMAG)) {
+		close(fd);
+		return 0; /* a script: its interpreter is checked when the kernel runs it */
+	}
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64) {
+		log_error("%s is not a 64-bit program; comex runs 64-bit programs only", path);
+		close(fd);
+		return -ENOEXEC;
+	}
+	for (unsigned i = 0; i < eh.e_phnum; i++)
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) == sizeof(ph) && ph.p_type == PT_INTERP)
+			interp = true;
+	if (!interp) {
+		log_error("%s is statically linked: comex cannot put its allocator and mmap in front of it, "
+			  "so its memory would not be managed; refusing to run it", path);
+		err = -ENOEXEC;
+	} else if (has_go_section(fd, &eh)) {
+		log_error("%s is a Go program: the Go runtime maps its heap with raw system calls that comex "
+			  "cannot see; refusing to run it", path);
+		err = -ENOEXEC;
+	}
+	close(fd);
+	return err;
+}
+
+static int check_uffd(void)
+{
+	int fd, err = uffd_open(&fd);
+
+	if (err) {
+		log_error("%s", err == -EPERM || err == -ENOSYS ? uffd_permission_help(err) : "userfaultfd unavailable");
+		return err;
+	}
+	close(fd);
+	return 0;
+}
+
+/* ---- local-mem ---- */
+
+static int read_u64_file(const char *path, uint64_t *out)
+{
+	char buf[64] = "";
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return -errno;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	if (!strncmp(buf, "max", 3))
+		*out = UINT64_MAX;
+	else
+		*out = strtoull(buf, NULL, 10);
+	return 0;
+}
+
+/* The memory limit of the cgroup we run in (v1 memory controller or v2);
+ * UINT64_MAX when there is none. */
+static uint64_t cgroup_limit(void)
+{
+	char line[512], path[700];
+	uint64_t lim = UINT64_MAX, v = 0;
+	FILE *f = fopen("/proc/self/cgroup", "re");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		char *rel = strrchr(line, ':');
+
+		if (!rel)
+			continue;
+		rel[strcspn(rel, "\n")] = 0;
+		if (strstr(line, ":memory:"))
+			snprintf(path, sizeof(path), "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", rel + 1);
+		else if (!strncmp(line, "0::", 3))
+			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", rel + 1);
+		else
+			continue;
+		if (!read_u64_file(path, &v) && v < lim && v < (1ull << 60))
+			lim = v;
+	}
+	if (f)
+		fclose(f);
+	return lim;
+}
+
+static uint64_t mem_total(void)
+{
+	char line[256];
+	unsigned long long kib = 0;
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemTotal: %llu kB", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (uint64_t)kib << 10;
+}
+
+static int resolve_local_mem(const struct options *o, uint64_t *out)
+{
+	const char *text = opt_str(o, OPT_LOCAL_MEM);
+	uint64_t lim, head = opt_num(o, OPT_HEADROOM);
+
+	if (strcasecmp(text, "auto")) {
+		if (options_parse_size(text, out)) {
+			log_error("option local-mem: '%s' is neither a size (e.g. 512M) nor 'auto'", text);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	lim = cgroup_limit();
+	if (lim == UINT64_MAX)
+		lim = mem_total();
+	if (lim <= 2 * head) {
+		log_error("option local-mem auto: the cgroup limit %llu MiB leaves nothing after headroom %llu MiB",
+			  (unsigned long long)(lim >> 20), (unsigned long long)(head >> 20));
+		return -EINVAL;
+	}
+	*out = lim - head;
+	return 0;
+}
+
+/* ---- embedded memnode ---- */
+
+static void self_dir(char *out, size_t cap)
+{
+	ssize_t n = readlink("/proc/self/exe", out, cap - 1);
+
+	out[n > 0 ? n : 0] = 0;
+	if (strrchr(out, '/'))
+		*strrchr(out, '/') = 0;
+}
+
+static int wait_port(struct embedded *e, char *addr, size_t cap)
+{
+	char log[128], buf[4096];
+
+	snprintf(log, sizeof(log), "%s/memnode.log", e->dir);
+	for (int i = 0; i < 3000; i++) {
+		FILE *f = fopen(log, "re");
+		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+		char *p;
+		int status;
+
+		if (f)
+			fclose(f);
+		buf[n] = 0;
+		if ((p = strstr(buf, " on port "))) {
+			snprintf(addr, cap, "127.0.0.1:%d", atoi(p + 9));
+			return 0;
+		}
+		if (waitpid(e->pid, &status, WNOHANG) == e->pid) {
+			log_error("the embedded memnode failed to start:\n%s", buf);
+			e->pid = 0;
+			return -ECHILD;
+		}
+		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+	}
+	log_error("the embedded memnode did not come up within 30 s (log: %s)", log);
+	return -ETIMEDOUT;
+}
+
+static int start_embedded(const struct options *o, struct embedded *e, char *addr, size_t cap)
+{
+	char exe[PATH_MAX], token[128], log[128], pool[32];
+
+	snprintf(e->dir, sizeof(e->dir), "/tmp/comex-run.XXXXXX");
+	if (!mkdtemp(e->dir)) {
+		log_error("cannot create a directory for the embedded memnode: %m");
+		return -errno;
+	}
+	snprintf(token, sizeof(token), "%s/token", e->dir);
+	snprintf(log, sizeof(log), "%s/memnode.log", e->dir);
+	snprintf(pool, sizeof(pool), "%llu", (unsigned long long)opt_num(o, OPT_EMBEDDED_POOL));
+	if (auth_token_generate(token))
+		return -EIO;
+	if (readlink("/proc/self/exe", exe, sizeof(exe) - 1) < 0)
+		return -errno;
+	exe[sizeof(exe) - 1] = 0;
+	e->pid = fork();
+	if (e->pid < 0)
+		return -errno;
+	if (!e->pid) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		setpgid(0, 0); /* a Ctrl-C for the program must not kill its memory first */
+		if (fd >= 0)
+			dup2(fd, 2);
+		unsetenv("LD_PRELOAD");
+		execl(exe, exe, "memnode", "--listen", "127.0.0.1:0", "--pool", pool, "--token-file", token,
+		      (char *)NULL);
+		_exit(127);
+	}
+	setenv("COMEX_TOKEN_FILE", token, 1);
+	return wait_port(e, addr, cap);
+}
+
+static void stop_embedded(struct embedded *e)
+{
+	char path[128];
+
+	if (e->pid > 0) {
+		kill(e->pid, SIGTERM);
+		waitpid(e->pid, NULL, 0);
+	}
+	if (!e->dir[0])
+		return;
+	snprintf(path, sizeof(path), "%s/token", e->dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/memnode.log", e->dir);
+	unlink(path);
+	rmdir(e->dir);
+}
+
+/* ---- the program ---- */
+
+static void export_options(const struct options *o)
+{
+	for (int i = 0; i < OPT_COUNT; i++) {
+		char var[96], *p;
+
+		if (!(table[i].scope & SC_RUN) || i == OPT_CONFIG || !strcmp(o->v[i].origin, "default"))
+			continue;
+		snprintf(var, sizeof(var), "COMEX_%s", table[i].name);
+		for (p = var; *p; p++)
+			*p = *p == '-' ? '_' : (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+		setenv(var, o->v[i].str, 1);
+	}
+}
+
+static int preload(void)
+{
+	char dir[PATH_MAX], lib[PATH_MAX + 64], val[2 * PATH_MAX + 80];
+	const char *old = getenv("LD_PRELOAD");
+
+	self_dir(dir, sizeof(dir));
+	snprintf(lib, sizeof(lib), "%s/libcomex-rt.so", dir);
+	if (access(lib, R_OK))
+		snprintf(lib, sizeof(lib), "%s/../lib/comex/libcomex-rt.so", dir);
+	if (access(lib, R_OK)) {
+		log_error("cannot find the runtime libcomex-rt.so next to %s or in %s/../lib/comex", dir, dir);
+		return -ENOENT;
+	}
+	snprintf(val, sizeof(val), "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
+	setenv("LD_PRELOAD", val, 1);
+	/* UCX must not patch the C library's mmap: comex owns those calls. */
+	setenv("UCX_MEM_MALLOC_HOOKS", "n", 0);
+	setenv("UCX_MEM_MMAP_HOOK_MODE", "none", 0);
+	setenv("UCX_MEM_EVENTS", "n", 0);
+	return 0;
+}
+
+static pid_t child;
+static void forward(int sig) { if (child > 0) kill(child, sig); }
+
+static int run_program(const char *path, char **argv)
+{
+	int status;
+	char pid[24];
+
+	child = fork();
+	if (child < 0)
+		return -errno;
+	if (!child) {
+		snprintf(pid, sizeof(pid), "%d", getpid());
+		setenv("COMEX_ROOT_PID", pid, 1);
+		execv(path, argv);
+		log_error("cannot execute %s: %m", path);
+		_exit(127);
+	}
+	signal(SIGINT, forward);
+	signal(SIGTERM, forward);
+	signal(SIGHUP, forward);
+	signal(SIGQUIT, forward);
+	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFSIGNALED(status)) {
+		log_info("%s was killed by signal %d (%s)", path, WTERMSIG(status), strsignal(WTERMSIG(status)));
+		return 128 + WTERMSIG(status);
+	}
+	return WEXITSTATUS(status);
+}
+
+int run_main(struct options *o, int argc, char **argv)
+{
+	char path[PATH_MAX], addr[64], bytes[32], stats[PATH_MAX + OPT_STR_MAX + 2];
+	struct embedded e = { 0 };
+	uint64_t m;
+	int rc = 125;
+
+	if (argc < 1) {
+		log_error("usage: comex run [OPTIONS] -- PROGRAM [ARGS...]");
+		return 2;
+	}
+	if (find_program(argv[0], path, sizeof(path))) {
+		log_error("cannot find program '%s'", argv[0]);
+		return 127;
+	}
+	if (check_binary(path) || check_uffd() || resolve_local_mem(o, &m) || preload())
+		return 125;
+	export_options(o);
+	snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long)m);
+	setenv("COMEX_LOCAL_MEM", bytes, 1);
+	if (*opt_str(o, OPT_STATS_JSON)) {
+		const char *s = opt_str(o, OPT_STATS_JSON);
+		char cwd[PATH_MAX];
+
+		snprintf(stats, sizeof(stats), "%s%s%s", s[0] == '/' ? "" : getcwd(cwd, sizeof(cwd)) ? cwd : ".",
+			 s[0] == '/' ? "" : "/", s);
+		setenv("COMEX_STATS_JSON", stats, 1);
+	}
+	if (!strcmp(o->v[OPT_MEMNODE].origin, "default")) {
+		if (start_embedded(o, &e, addr, sizeof(addr)))
+			goto stop_memnode;
+		setenv("COMEX_MEMNODE", addr, 1);
+	}
+	rc = run_program(path, argv);
+stop_memnode:
+	stop_embedded(&e);
+	return rc;
+}
+
+int stats_main(int pid)
+{
+	const struct stats *s;
+	char buf[4096];
+	int len;
+
+	if (stats_open(pid, &s)) {
+		log_error("process %d is not running under comex (no /dev/shm/comex-stats.%d)", pid, pid);
+		return 1;
+	}
+	len = stats_json(s, buf, sizeof(buf));
+	if (len < 0)
+		return 1;
+	fwrite(buf, 1, (size_t)len, stdout);
+	return 0;
+}

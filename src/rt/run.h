@@ -1,0 +1,13 @@
+/* run: the `comex run` launcher and `comex stats`. */
+#ifndef COMEX_RUN_H
+#define COMEX_RUN_H
+
+struct options;
+
+/* Runs argv[0..argc) under the pager; returns the program's exit status
+ * (128+signal if killed), 125 when comex itself refused or failed. */
+int run_main(struct options *o, int argc, char **argv);
+/* Prints the live counters of a process running under comex as JSON. */
+int stats_main(int pid);
+
+#endif

@@ -1,0 +1,118 @@
+/* stats: shared file, JSON with snprintf into a caller buffer (no stdio streams). */
+#include "stats.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "rtmem.h"
+
+static void shm_path(int pid, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "/dev/shm/comex-stats.%d", pid);
+}
+
+int stats_create(struct stats **out)
+{
+	char path[64];
+	struct stats *s = NULL;
+	int fd;
+
+	shm_path(getpid(), path, sizeof(path));
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0 && !ftruncate(fd, sizeof(*s))) {
+		void *p = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+		s = p == MAP_FAILED ? NULL : p;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (!s) {
+		log_warn("stats: cannot share counters through %s (%m); 'comex stats' will not see this process", path);
+		s = rt_alloc(sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+	}
+	memset(s, 0, sizeof(*s));
+	s->pid = getpid();
+	__atomic_store_n(&s->magic, STATS_MAGIC, __ATOMIC_RELEASE);
+	*out = s;
+	return 0;
+}
+
+int stats_open(int pid, const struct stats **out)
+{
+	char path[64];
+	int fd;
+	void *p;
+
+	shm_path(pid, path, sizeof(path));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ESRCH;
+	p = mmap(NULL, sizeof(struct stats), PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED || ((const struct stats *)p)->magic != STATS_MAGIC)
+		return -ESRCH;
+	*out = p;
+	return 0;
+}
+
+void stats_unlink(int pid)
+{
+	char path[64];
+
+	shm_path(pid, path, sizeof(path));
+	unlink(path);
+}
+
+#define APPEND(...) do { \
+	int k_ = snprintf(buf + len, cap - len, __VA_ARGS__); \
+	if (k_ < 0 || (size_t)k_ >= cap - len) return -ENOSPC; \
+	len += (size_t)k_; } while (0)
+
+int stats_json(const struct stats *s, char *buf, size_t cap)
+{
+	size_t len = 0;
+
+	APPEND("{\n  \"schema\": \"comex-stats/1\",\n  \"pid\": %d,\n", s->pid);
+#define X(name) APPEND("  \"%s\": %llu,\n", #name, \
+		(unsigned long long)__atomic_load_n(&s->name, __ATOMIC_RELAXED));
+	STATS_COUNTERS(X)
+#undef X
+	APPEND("  \"memnodes\": [");
+	for (int i = 0; i < s->nodes && i < STATS_MAX_NODES; i++)
+		APPEND("%s\n    {\"addr\": \"%s\", \"frames_held\": %llu}", i ? "," : "",
+		       s->node_addr[i], (unsigned long long)s->frames_held[i]);
+	APPEND("\n  ]\n}\n");
+	return (int)len;
+}
+
+int stats_write_json(const struct stats *s, const char *path)
+{
+	char buf[4096], tmp[600];
+	int len = stats_json(s, buf, sizeof(buf)), fd, err = 0;
+
+	if (len < 0)
+		return len;
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		log_error("stats: cannot create %s: %m", tmp);
+		return -errno;
+	}
+	if (write(fd, buf, (size_t)len) != len || close(fd)) {
+		log_error("stats: writing %s: %m", tmp);
+		err = -EIO;
+	} else if (rename(tmp, path)) {
+		log_error("stats: renaming %s to %s: %m", tmp, path);
+		err = -errno;
+	}
+	if (err)
+		unlink(tmp);
+	return err;
+}

@@ -1,0 +1,23 @@
+/* uffd: the userfaultfd calls the pager uses, as 0-or-negative-errno
+ * functions. One descriptor covers the whole managed region, registered for
+ * missing-page and write-protect faults; kernel-mode faults are required so
+ * that system calls writing into evicted memory (read(2)) work. */
+#ifndef COMEX_RT_UFFD_H
+#define COMEX_RT_UFFD_H
+
+#include <stddef.h>
+
+/* Opens a non-blocking descriptor with write-protect support. -EPERM when
+ * kernel-mode faults are not allowed; the message says how to allow them. */
+int uffd_open(int *fd_out);
+/* Explains -EPERM/-ENOSYS from uffd_open to a human (for the launcher). */
+const char *uffd_permission_help(int err);
+int uffd_register(int fd, void *addr, size_t len);
+/* Installs len bytes from src at dst (missing pages); wp maps them write-protected. */
+int uffd_copy(int fd, void *dst, const void *src, size_t len, int wp);
+int uffd_zero(int fd, void *dst, size_t len);
+/* on: write-protect; off: unprotect and wake writers waiting on it. */
+int uffd_wp(int fd, void *addr, size_t len, int on);
+int uffd_wake(int fd, void *addr, size_t len);
+
+#endif
