@@ -780,12 +780,15 @@ int pager_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newad
 
 /* ---- fork ---- */
 
-/* Faults in every page that is not resident, from this (program) thread, by
- * reading it through /proc/self/mem: a kernel-mode fault the handler serves,
- * whatever the page's protection. Eviction is off meanwhile. */
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+
+/* Faults in every page that is not resident from this (program) thread with
+ * MADV_POPULATE_READ, which the handler serves like any read fault (a read of
+ * /proc/self/mem would not wait for userfaultfd). Eviction is off meanwhile. */
 static bool bring_home(uint64_t lo, uint64_t hi, bool read)
 {
-	char buf[PAGE_SIZE];
 	bool any = false;
 
 	for (uint64_t i = lo; i < hi; i++) {
@@ -794,8 +797,8 @@ static bool bring_home(uint64_t lo, uint64_t hi, bool read)
 		if (s != PTE_REMOTE && s != PTE_WBUF)
 			continue;
 		any = true;
-		if (read && pread(P.memfd, buf, PAGE_SIZE, (off_t)(uintptr_t)page_addr(i)) != PAGE_SIZE)
-			die("comex: cannot bring a page home before fork", (uintptr_t)page_addr(i), -errno);
+		if (read && raw_madvise(page_addr(i), PAGE_SIZE, MADV_POPULATE_READ))
+			(void)*(volatile char *)page_addr(i); /* kernel without POPULATE_READ */
 	}
 	return any;
 }

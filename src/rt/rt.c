@@ -152,7 +152,7 @@ static int budget(unsigned nodes, struct pager_config *pc)
 		uint64_t rb = (m >> PAGE_SHIFT) / 8;
 
 		rb = rb < pc->prefetch * 4u ? pc->prefetch * 4u : rb;
-		log_info("local-mem %llu MiB is small: read buffer shrunk from %u to %llu pages",
+		log_debug("local-mem %llu MiB is small: read buffer shrunk from %u to %llu pages",
 			 (unsigned long long)(m >> 20), pc->rbuf_pages, (unsigned long long)rb);
 		pc->rbuf_pages = (uint32_t)rb;
 	}
