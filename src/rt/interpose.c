@@ -104,6 +104,11 @@ static inline int managed(void)
 	return __atomic_load_n(&rt_mode, __ATOMIC_ACQUIRE) != RT_OFF && !rt_internal;
 }
 
+/* The pager may talk to memnodes (releasing frames, flushing) on behalf of
+ * the calling program thread: whatever UCX allocates then must stay outside
+ * the region, as if this were a runtime thread. */
+#define AS_RUNTIME(expr) ({ rt_internal++; __typeof__(expr) r_ = (expr); rt_internal--; r_; })
+
 static void *fail_ptr(int err)
 {
 	errno = -err;
@@ -130,12 +135,12 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 	int err;
 
 	if (managed() && len) {
-		if (anon_private && !fixed && !(err = pager_mmap(len, prot, &p)))
+		if (anon_private && !fixed && !(err = AS_RUNTIME(pager_mmap(len, prot, &p))))
 			return p;
 		if (fixed && overlaps_region(addr, len)) {
 			if (!anon_private || (flags & MAP_FIXED_NOREPLACE))
 				return fail_ptr(-EINVAL); /* files cannot be mapped over managed memory */
-			err = pager_mmap_fixed(addr, len, prot);
+			err = AS_RUNTIME(pager_mmap_fixed(addr, len, prot));
 			return err ? fail_ptr(err) : addr;
 		}
 	}
@@ -148,7 +153,7 @@ EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t o
 EXPORT int munmap(void *addr, size_t len)
 {
 	if (managed() && overlaps_region(addr, len)) {
-		int err = pager_munmap(addr, len);
+		int err = AS_RUNTIME(pager_munmap(addr, len));
 
 		return err ? fail_int(err) : 0;
 	}
@@ -166,7 +171,7 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 		va_end(ap);
 	}
 	if (managed() && overlaps_region(old, oldlen)) {
-		int err = pager_mremap(old, oldlen, newlen, flags, newaddr, &out);
+		int err = AS_RUNTIME(pager_mremap(old, oldlen, newlen, flags, newaddr, &out));
 
 		return err ? fail_ptr(err) : out;
 	}
@@ -182,7 +187,7 @@ EXPORT int madvise(void *addr, size_t len, int advice)
 		case MADV_DONTNEED:
 		case MADV_FREE:
 		case MADV_REMOVE: {
-			int err = pager_discard(addr, len);
+			int err = AS_RUNTIME(pager_discard(addr, len));
 
 			return err ? fail_int(err) : 0;
 		}

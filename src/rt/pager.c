@@ -373,14 +373,12 @@ static void install(uint64_t idx, const void *src, bool clean, unsigned node, ui
 	became_resident(idx, clean ? PTE_CLEAN : PTE_DIRTY, node, pfn);
 }
 
-/* One remote read of the run of consecutive frames around idx within its
- * prefetch window (COMEX §4.4), into the read buffer. */
-static void fetch(uint64_t idx, pte_t e)
+/* The run of pages around idx, within its aligned prefetch window, that sit
+ * in consecutive frames of idx's node: what one remote read can fetch. */
+static void run_bounds(uint64_t idx, uint64_t *lo_out, uint64_t *hi_out)
 {
 	uint64_t w = P.c.prefetch, wlo = idx - idx % w, lo = idx, hi = idx + 1;
-	unsigned node = pte_node(e);
-	char *slot;
-	int err;
+	unsigned node = pte_node(P.pt[idx]);
 
 	while (lo > wlo && pte_state(P.pt[lo - 1]) == PTE_REMOTE && pte_node(P.pt[lo - 1]) == node &&
 	       pte_pfn(P.pt[lo - 1]) + 1 == pte_pfn(P.pt[lo]))
@@ -388,9 +386,18 @@ static void fetch(uint64_t idx, pte_t e)
 	while (hi < wlo + w && hi < P.c.npages && pte_state(P.pt[hi]) == PTE_REMOTE &&
 	       pte_node(P.pt[hi]) == node && pte_pfn(P.pt[hi]) == pte_pfn(P.pt[hi - 1]) + 1)
 		hi++;
-	slot = rbuf_slot(P.rb, idx);
-	err = client_read(P.c.client, node, pte_pfn(P.pt[lo]), (uint32_t)(hi - lo),
-			  slot + ((lo - wlo) << PAGE_SHIFT));
+	*lo_out = lo;
+	*hi_out = hi;
+}
+
+/* One remote read of [lo, hi) (COMEX §4.4) into idx's read-buffer slot. */
+static char *fetch(uint64_t idx, uint64_t lo, uint64_t hi)
+{
+	uint64_t wlo = idx - idx % P.c.prefetch;
+	char *slot = rbuf_slot(P.rb, idx);
+	int err = client_read(P.c.client, pte_node(P.pt[idx]), pte_pfn(P.pt[lo]), (uint32_t)(hi - lo),
+			      slot + ((lo - wlo) << PAGE_SHIFT));
+
 	if (err)
 		die("comex: a memnode failed while reading back a page that exists nowhere else",
 		    (uintptr_t)page_addr(idx), err);
@@ -398,9 +405,55 @@ static void fetch(uint64_t idx, pte_t e)
 		rbuf_mark(P.rb, i);
 	STAT_ADD(P.c.stats, remote_reads, 1);
 	STAT_ADD(P.c.stats, bytes_read, (hi - lo) << PAGE_SHIFT);
+	return slot - (wlo << PAGE_SHIFT); /* + (i << PAGE_SHIFT) is page i's copy */
 }
 
-static void fault_missing(uint64_t idx)
+/* Installs a page that came back from node/pfn. A write fault would take a
+ * write-protect fault right after (and dirty the page anyway), so then the
+ * page is mapped writable at once and its frame released. */
+static void install_remote(uint64_t idx, const void *src, bool write, unsigned node, uint32_t pfn)
+{
+	install(idx, src, !write, node, pfn);
+	rbuf_drop(P.rb, idx);
+	if (write && pte_resident(P.pt[idx])) {
+		release_frame(node, pfn);
+		P.pt[idx] |= PTE_REF;
+	}
+}
+
+/* A read-buffer miss: fetch the run; with prefetch-map the whole run is
+ * mapped at once (its neighbours will not fault), else only idx is and the
+ * rest wait in the read buffer for their own faults. */
+static void fetch_and_map(uint64_t idx, bool write)
+{
+	uint64_t lo, hi;
+	char *base;
+
+	run_bounds(idx, &lo, &hi);
+	if (!P.c.prefetch_map) {
+		base = fetch(idx, lo, hi);
+		install_remote(idx, base + (idx << PAGE_SHIFT), write, pte_node(P.pt[idx]), pte_pfn(P.pt[idx]));
+		return;
+	}
+	make_room(hi - lo);
+	run_bounds(idx, &lo, &hi);
+	base = fetch(idx, lo, hi);
+	if (uffd_copy(P.c.uffd, page_addr(lo), base + (lo << PAGE_SHIFT), (hi - lo) << PAGE_SHIFT, !write)) {
+		install_remote(idx, base + (idx << PAGE_SHIFT), write, pte_node(P.pt[idx]), pte_pfn(P.pt[idx]));
+		return; /* a neighbour was mapped meanwhile: map just the faulting page */
+	}
+	for (uint64_t i = lo; i < hi; i++) {
+		pte_t e = P.pt[i];
+
+		became_resident(i, write ? PTE_DIRTY : PTE_CLEAN, pte_node(e), pte_pfn(e));
+		rbuf_drop(P.rb, i);
+		if (write)
+			release_frame(pte_node(e), pte_pfn(e));
+	}
+	STAT_ADD(P.c.stats, pages_prefetch_mapped, hi - lo - 1);
+}
+
+static void fault_missing(uint64_t idx, bool write)
 {
 	uint64_t t0 = now_ns();
 	pte_t e;
@@ -423,15 +476,12 @@ static void fault_missing(uint64_t idx)
 		return;
 	case PTE_REMOTE:
 		if ((src = rbuf_lookup(P.rb, idx))) {
-			install(idx, src, true, pte_node(e), pte_pfn(e));
-			rbuf_drop(P.rb, idx);
+			install_remote(idx, src, write, pte_node(e), pte_pfn(e));
 			STAT_ADD(P.c.stats, faults_rbuf_hit, 1);
 			STAT_ADD(P.c.stats, ns_rbuf_hit, now_ns() - t0);
 			return;
 		}
-		fetch(idx, e);
-		install(idx, rbuf_lookup(P.rb, idx), true, pte_node(e), pte_pfn(e));
-		rbuf_drop(P.rb, idx);
+		fetch_and_map(idx, write);
 		STAT_ADD(P.c.stats, faults_remote, 1);
 		STAT_ADD(P.c.stats, ns_remote, now_ns() - t0);
 		return;
@@ -475,7 +525,7 @@ static void handle(const struct uffd_msg *m)
 	if (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP)
 		fault_wp(idx);
 	else
-		fault_missing(idx);
+		fault_missing(idx, m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE);
 	if (P.c.wedge_after && ++P.faults >= P.c.wedge_after)
 		for (;;) /* test hook: wedge while holding the batch, for the watchdog */
 			pause();

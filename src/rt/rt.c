@@ -180,6 +180,7 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 		.evict_batch = (uint32_t)opt_num(&opts, OPT_EVICT_BATCH),
 		.zero_window = (uint32_t)opt_num(&opts, OPT_ZERO_WINDOW),
 		.clock = !strcmp(policy, "clock"),
+		.prefetch_map = opt_num(&opts, OPT_PREFETCH_MAP),
 		.spin_ns = opt_num(&opts, OPT_HANDLER_SPIN),
 		.wedge_after = wedge ? strtoull(wedge, NULL, 10) : 0,
 		.uffd = uffd, .client = cl, .stats = stats,

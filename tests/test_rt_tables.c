@@ -1,0 +1,141 @@
+/* test_rt_tables: the pager's tables (ranges, rbuf, wbuf, evict) against simple models. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "evict.h"
+#include "ranges.h"
+#include "rbuf.h"
+#include "wbuf.h"
+
+#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); exit(1); } } while (0)
+
+/* Random alloc/take/free against a byte map: no overlap, frees coalesce back to one extent. */
+static void test_ranges(void)
+{
+	enum { N = 4096 };
+	static unsigned char used[N];
+	struct ranges *r;
+	uint64_t s;
+
+	CHECK(ranges_create(N, &r) == 0);
+	srand(1);
+	for (int it = 0; it < 20000; it++) {
+		uint64_t len = 1 + (uint64_t)rand() % 64, st = (uint64_t)rand() % (N - 64);
+		int op = rand() % 3;
+
+		if (op == 0 && ranges_alloc(r, len, &s) == 0) {
+			for (uint64_t i = s; i < s + len; i++) { CHECK(!used[i]); used[i] = 1; }
+		} else if (op == 1) {
+			bool free_all = true;
+			for (uint64_t i = st; i < st + len; i++) free_all &= !used[i];
+			CHECK((ranges_take(r, st, len) == 0) == free_all);
+			if (free_all) memset(used + st, 1, len);
+		} else {
+			bool all_used = true;
+			for (uint64_t i = st; i < st + len; i++) all_used &= used[i];
+			if (all_used) { CHECK(ranges_free(r, st, len) == 0); memset(used + st, 0, len); }
+			else if (!used[st]) CHECK(ranges_free(r, st, 1) == -EINVAL);
+		}
+	}
+	for (uint64_t i = 0; i < N; i++)
+		if (used[i]) CHECK(ranges_free(r, i, 1) == 0);
+	CHECK(ranges_free_pages(r) == N);
+	CHECK(ranges_alloc(r, N, &s) == 0 && s == 0); /* fully coalesced */
+	ranges_destroy(r);
+}
+
+static void test_rbuf(void)
+{
+	struct rbuf *rb;
+	char *slot;
+
+	CHECK(rbuf_create(64, 16, &rb) == 0); /* 4 slots */
+	CHECK(rbuf_create(64, 12, &(struct rbuf *){0}) == -EINVAL);
+	for (uint64_t w = 0; w < 4; w++) {
+		slot = rbuf_slot(rb, w * 16 + 3);
+		memset(slot + 5 * 4096, (int)w + 1, 4096);
+		rbuf_mark(rb, w * 16 + 5);
+	}
+	CHECK(!rbuf_lookup(rb, 3)); /* slot exists but page 3 invalid */
+	CHECK(((const char *)rbuf_lookup(rb, 5))[0] == 1);  /* window 0 now most recent */
+	rbuf_slot(rb, 4 * 16);                              /* recycles LRU: window 1 */
+	CHECK(!rbuf_lookup(rb, 16 + 5));
+	CHECK(((const char *)rbuf_lookup(rb, 32 + 5))[0] == 3);
+	rbuf_drop(rb, 5);
+	CHECK(!rbuf_lookup(rb, 5));
+	rbuf_destroy(rb);
+}
+
+static void test_wbuf(void)
+{
+	struct wbuf *wb;
+	uint32_t pfn, count;
+	const void *data;
+	uint64_t idx;
+	bool cancelled;
+
+	CHECK(wbuf_create(8, 4, &wb) == 0);
+	CHECK(!wbuf_must_flush_before(wb, 100));
+	for (uint32_t i = 0; i < 3; i++)
+		memset(wbuf_add(wb, 10 + i, 100 + i), (int)i + 1, 4096);
+	CHECK(!wbuf_ready(wb));
+	CHECK(wbuf_must_flush_before(wb, 200));      /* not contiguous */
+	CHECK(!wbuf_must_flush_before(wb, 103));
+	wbuf_add(wb, 13, 103);
+	CHECK(wbuf_ready(wb));                       /* run of flush_run */
+	CHECK(((char *)wbuf_find(wb, 11, true))[0] == 2);
+	CHECK(!wbuf_find(wb, 99, false));
+	wbuf_run(wb, &pfn, &count, &data);
+	CHECK(pfn == 100 && count == 4 && ((const char *)data)[3 * 4096] == 0);
+	wbuf_entry(wb, 1, &idx, &cancelled);
+	CHECK(idx == 11 && cancelled);
+	wbuf_entry(wb, 2, &idx, &cancelled);
+	CHECK(idx == 12 && !cancelled);
+	wbuf_clear(wb);
+	wbuf_run(wb, &pfn, &count, &data);
+	CHECK(count == 0);
+	wbuf_destroy(wb);
+}
+
+static void make_resident(pte_t *pt, uint64_t idx, unsigned gen, struct evict *ev)
+{
+	pt[idx] = (pte_t)PTE_DIRTY | ((pte_t)gen << PTE_GEN_SHIFT);
+	evict_push(ev, pt, idx, gen);
+}
+
+static void test_evict(bool clock)
+{
+	static pte_t pt[64];
+	struct evict *ev;
+	uint64_t v[8];
+
+	memset(pt, 0, sizeof(pt));
+	CHECK(evict_create(16, clock, &ev) == 0);
+	for (uint64_t i = 0; i < 8; i++)
+		make_resident(pt, i, 1, ev);
+	pt[0] |= PTE_REF;                      /* written: a second chance under clock */
+	pt[1] = pte_set_state(pt[1], PTE_REMOTE); /* evicted meanwhile: stale item */
+	make_resident(pt, 2, 2, ev);           /* came back: the old item is stale */
+	CHECK(evict_pick(ev, pt, 2, v) == 2);
+	if (clock)
+		CHECK(v[0] == 3 && v[1] == 4 && !(pt[0] & PTE_REF));
+	else
+		CHECK(v[0] == 0 && v[1] == 3);
+	for (int i = 0; i < 3000; i++)         /* compaction keeps the ring usable */
+		make_resident(pt, 10 + i % 50, (unsigned)(3 + i), ev);
+	CHECK(evict_pick(ev, pt, 8, v) == 8);
+	evict_destroy(ev);
+}
+
+int main(void)
+{
+	test_ranges();
+	test_rbuf();
+	test_wbuf();
+	test_evict(false);
+	test_evict(true);
+	return 0;
+}
