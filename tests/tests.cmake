@@ -32,3 +32,18 @@ if(CMAKE_C_COMPILER_ID STREQUAL "Clang")
   add_test(NAME fuzz_serve COMMAND fuzz_serve -runs=300000 -max_len=8192 -seed=1)
   set_tests_properties(fuzz_serve PROPERTIES TIMEOUT 300)
 endif()
+
+# tests/progs/prog_*.c: plain programs (no comex headers) that the
+# e2e_run_*.sh scripts run natively and under `comex run`; built into
+# build/progs, which those scripts find through COMEX_PROGS.
+file(GLOB PROG_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/progs/prog_*.c)
+foreach(src ${PROG_SOURCES})
+  get_filename_component(name ${src} NAME_WE)
+  add_executable(${name} ${src})
+  target_link_libraries(${name} PRIVATE Threads::Threads)
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/progs)
+endforeach()
+foreach(script ${E2E_SCRIPTS})
+  get_filename_component(name ${script} NAME_WE)
+  set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT "COMEX_PROGS=${CMAKE_BINARY_DIR}/progs")
+endforeach()

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# e2e_run_features: one small program per pager feature (fork, read(2) into evicted memory, mremap, MADV_DONTNEED, exec, signals) filling 4x --local-mem, same output as natively, remote traffic.
+. "${COMEX_SRC:?}/tests/progs/lib.sh"
+echo "e2e_run_features: feature programs at 128 MiB under comex run --local-mem 32M match their native runs"
+
+# fork and exec bring pages home for the child, so no budget check for them
+compare fork      32M        -- "$progs/prog_fork" 128
+compare readsys   32M budget -- "$progs/prog_readsys" 128
+compare mremap    32M budget -- "$progs/prog_mremap" 48
+compare dontneed  32M budget -- "$progs/prog_dontneed" 128
+compare signals   32M budget -- "$progs/prog_signals" 128
+compare exec      32M        -- "$progs/prog_exec" 96
+# every image of the exec chain (exec'd, posix_spawned, forked then exec'd) has its own runtime
+if [ -s "$dir/exec.err" ] && [ -s "$dir/exec.comex" ]; then
+  for stage in 0 s 1 2; do
+    grep -q "prog_exec stage $stage: runtime mapped: yes" "$dir/exec.err" \
+      || fail exec-runtime "stage $stage of prog_exec ran without the comex runtime"
+  done
+fi
+finish
