@@ -48,14 +48,15 @@ finish() {
   echo "$(basename "$0" .sh): ok"; exit 0
 }
 
-# native NAME CMD...: runs CMD with stdout to $dir/NAME.native (stdin passes
-# through); sets peak_kib to its peak RSS. Returns its exit status.
+# native NAME CMD...: runs CMD with stdout to $dir/NAME.native and stderr to
+# $dir/NAME.native-err (stdin passes through); sets peak_kib to its peak RSS.
+# Returns its exit status.
 native() {
   local name=$1; shift
   peak_kib=$(python3 -c '
 import resource, subprocess, sys
-with open(sys.argv[1], "wb") as out:
-    rc = subprocess.call(sys.argv[2:], stdout=out)
+with open(sys.argv[1], "wb") as out, open(sys.argv[1] + "-err", "wb") as err:
+    rc = subprocess.call(sys.argv[2:], stdout=out, stderr=err)
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 sys.exit(rc)' "$dir/$name.native" "$@")
 }
@@ -95,17 +96,21 @@ print("faults_remote=%d faults_rbuf_hit=%d pages_evicted=%d resident_peak=%dK lo
 PY
 }
 
+# want NAME: false when COMEX_TEST_ONLY (names separated by spaces) leaves NAME out.
+want() { [ -z "${COMEX_TEST_ONLY:-}" ] || [[ " $COMEX_TEST_ONLY " == *" $1 "* ]]; }
+
 # compare NAME LOCALMEM [budget] [comex options...] -- CMD...: the whole check
 # for one program: native reference, run under comex, same output, stats.
 # LOCALMEM "quarter" means 25 % of the native peak RSS.
 compare() {
   local name=$1 lm=$2 budget=""; shift 2
+  want "$name" || return 0
   if [ "${1:-}" = budget ]; then budget=budget; shift; fi
   local opts=()
   while [ "$1" != -- ]; do opts+=("$1"); shift; done
   shift
   if ! native "$name" "$@" <"${stdin:-/dev/null}"; then
-    fail "$name" "native run failed: $*"; return
+    fail "$name" "native run failed: $*"; sed 's/^/    /' "$dir/$name.native-err" | tail -n 5; return
   fi
   [ "$lm" = quarter ] && lm="$((peak_kib / 4))K"
   local rc=0

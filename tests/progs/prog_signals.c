@@ -5,7 +5,10 @@
  *      pages in, one at a time with a handshake;
  *   3. SIGSEGV from reading PROT_NONE ranges of evicted memory; the handler
  *      makes them readable again and the read is retried;
- *   4. SIGALRM from an interval timer during a full verification.
+ *   4. SIGALRM from an interval timer during a full verification;
+ *   0. first of all: process-directed signals while the only thread blocks
+ *      them stay pending (no handler runs: the program has no other thread)
+ *      and run the handler once when unblocked.
  * Handlers verify the page they read and record a checksum in evicted
  * memory; all is checked at the end. Prints the deterministic counts. */
 #include <pthread.h>
@@ -23,8 +26,8 @@
 static uint64_t *big;
 static size_t words, pages;
 static uint64_t *rec;           /* handler records: per signal, checksum of the page it read */
-static atomic_ulong nusr, nalrm, nsegv, bad;
-static atomic_ulong cursor;     /* next page a handler reads */
+static atomic_ulong nusr, nalrm, nsegv, nusr2, bad;
+static atomic_ulong cursor, cursor2; /* next page the SIGUSR1 (other) handlers read */
 static char *altstack;
 static char *prot_lo;
 static size_t prot_len;
@@ -60,7 +63,15 @@ static void on_alrm(int sig)
 {
 	(void)sig;
 	atomic_fetch_add(&nalrm, 1);
-	size_t p = (atomic_fetch_add(&cursor, 12553) * 104729) % pages;
+	size_t p = (atomic_fetch_add(&cursor2, 12553) * 104729) % pages;
+	(void)handler_read(p);
+}
+
+static void on_usr2(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&nusr2, 1);
+	size_t p = (atomic_fetch_add(&cursor2, 31) * 7919) % pages;
 	(void)handler_read(p);
 }
 
@@ -114,7 +125,23 @@ int main(int argc, char **argv)
 	struct sigaction sb = { .sa_handler = on_alrm, .sa_flags = SA_ONSTACK | SA_RESTART };
 	sigemptyset(&sb.sa_mask);
 	sigaction(SIGALRM, &sb, NULL);
+	sb.sa_handler = on_usr2;
+	sigaction(SIGUSR2, &sb, NULL);
 	fill(big, words, 0x51, 0);
+
+	/* 0. a blocked process-directed signal stays pending until unblocked */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR2);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	for (int i = 0; i < 20; i++) {
+		kill(getpid(), SIGUSR2);
+		usleep(20000);
+	}
+	if (atomic_load(&nusr2))
+		die("a handler ran %lu times for a signal that every program thread blocks", atomic_load(&nusr2));
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	unsigned long n0 = atomic_load(&nusr2);
 
 	/* 1. raise between writes */
 	for (int i = 0; i < 200; i++) {
@@ -161,7 +188,7 @@ int main(int argc, char **argv)
 			die("bottom of the alternate stack changed at %zu", i);
 	/* records: recompute each from the page the handler read */
 	unsigned long total = atomic_load(&nusr);
-	atomic_store(&cursor, 0);
+	atomic_store(&cursor, 0); /* replay the SIGUSR1 handler's page choices */
 	for (unsigned long n = 0; n < total && n < NREC; n++) {
 		size_t p = (atomic_fetch_add(&cursor, 9973) * 7919) % pages;
 		if (rec[n] != (handler_read(p) ^ n))
@@ -171,7 +198,7 @@ int main(int argc, char **argv)
 		die("handlers read %lu wrong words", atomic_load(&bad));
 	if (atomic_load(&nsegv) != 10)
 		die("%lu SIGSEGVs, expected 10", atomic_load(&nsegv));
-	printf("signals: %zu MiB, raised %lu, from a thread %lu, segv %lu, checksum %016" PRIx64 ", ok\n", size / MiB, n1,
+	printf("signals: %zu MiB, deferred %lu, raised %lu, from a thread %lu, segv %lu, checksum %016" PRIx64 ", ok\n", size / MiB, n0, n1,
 	       n2, atomic_load(&nsegv), sum64(big, size, 0));
 	return 0;
 }
