@@ -8,8 +8,8 @@ done
 py=$(python3 -c 'import sys; print(sys.executable)') # the interpreter itself, not a wrapper script
 
 # COMEX_TEST_ONLY="python sqlite sort mt redis" runs only the named ones.
-# 1. Python building and checksumming a large data structure (~190 MiB)
-compare python quarter budget -- "$py" "$src/tests/progs/pybuild.py" 300000
+# 1. Python building and checksumming a large data structure (~160 MiB)
+compare python quarter budget -- "$py" "$src/tests/progs/pybuild.py" 250000
 
 # 2. sqlite3: an in-memory database whose page cache grows to ~150 MiB
 cat >"$dir/db.sql" <<'SQL'
@@ -30,12 +30,12 @@ PRAGMA integrity_check;
 SQL
 stdin=$dir/db.sql compare sqlite quarter budget -- sqlite3 :memory:
 
-# 3. sort of a ~70 MB file with a 200 MB in-memory buffer
+# 3. sort of a ~50 MB file with a 200 MB in-memory buffer
 python3 - "$dir/sort.in" <<'PY'
 import random, sys
 r = random.Random(7)
 with open(sys.argv[1], "w") as f:
-    for i in range(1000000):
+    for i in range(700000):
         f.write("%016x %s %d\n" % (r.getrandbits(64), r.randbytes(r.randint(5, 40)).hex(), i))
 PY
 compare sort quarter budget -- sort -S 200M "$dir/sort.in"

@@ -113,7 +113,7 @@ compare() {
     fail "$name" "native run failed: $*"; sed 's/^/    /' "$dir/$name.native-err" | tail -n 5; return
   fi
   [ "$lm" = quarter ] && lm="$((peak_kib / 4))K"
-  local rc=0
+  local rc=0 t0=$SECONDS
   under_comex "$name" "$lm" "${opts[@]}" -- "$@" <"${stdin:-/dev/null}" || rc=$?
   if [ $rc -ne 0 ]; then
     [ $rc -eq 124 ] && fail "$name" "hung under comex run (no exit after ${hang_guard}s)" \
@@ -128,5 +128,5 @@ compare() {
   fi
   local st
   if ! st=$(stats_ok "$name" "$budget"); then fail "$name" "$st"; return; fi
-  echo "ok: $name (native peak ${peak_kib}K, --local-mem $lm): $st"
+  echo "ok: $name (native peak ${peak_kib}K, --local-mem $lm, $((SECONDS - t0))s): $st"
 }
