@@ -24,7 +24,7 @@ static void test_ranges(void)
 	srand(1);
 	for (int it = 0; it < 20000; it++) {
 		uint64_t len = 1 + (uint64_t)rand() % 64, st = (uint64_t)rand() % (N - 64);
-		int op = rand() % 3;
+		int op = rand() % 4;
 
 		if (op == 0 && ranges_alloc(r, len, &s) == 0) {
 			for (uint64_t i = s; i < s + len; i++) { CHECK(!used[i]); used[i] = 1; }
@@ -33,6 +33,9 @@ static void test_ranges(void)
 			for (uint64_t i = st; i < st + len; i++) free_all &= !used[i];
 			CHECK((ranges_take(r, st, len) == 0) == free_all);
 			if (free_all) memset(used + st, 1, len);
+		} else if (op == 2) {
+			CHECK(ranges_claim(r, st, len) == 0);
+			memset(used + st, 1, len);
 		} else {
 			bool all_used = true;
 			for (uint64_t i = st; i < st + len; i++) all_used &= used[i];
@@ -40,6 +43,10 @@ static void test_ranges(void)
 			else if (!used[st]) CHECK(ranges_free(r, st, 1) == -EINVAL);
 		}
 	}
+	uint64_t nused = 0;
+	for (uint64_t i = 0; i < N; i++)
+		nused += used[i];
+	CHECK(ranges_free_pages(r) == N - nused);
 	for (uint64_t i = 0; i < N; i++)
 		if (used[i]) CHECK(ranges_free(r, i, 1) == 0);
 	CHECK(ranges_free_pages(r) == N);

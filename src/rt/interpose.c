@@ -14,6 +14,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+
 #include "pager.h"
 #include "rt.h"
 
@@ -165,7 +169,7 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 	void *newaddr = NULL, *out;
 	va_list ap;
 
-	if (flags & MREMAP_FIXED) {
+	if (flags & (MREMAP_FIXED | MREMAP_DONTUNMAP)) { /* the kernel reads it for both */
 		va_start(ap, flags);
 		newaddr = va_arg(ap, void *);
 		va_end(ap);

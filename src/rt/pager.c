@@ -19,6 +19,9 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -707,7 +710,7 @@ int pager_mmap_fixed(void *addr, size_t len, int prot)
 		return -EINVAL;
 	pthread_mutex_lock(&P.lock);
 	if (lo >= P.c.heap_pages)
-		ranges_take(P.ranges, lo - P.c.heap_pages, n); /* -EBUSY: already ours, fine */
+		ranges_claim(P.ranges, lo - P.c.heap_pages, n); /* MAP_FIXED replaces what was there */
 	forget(lo, lo + n, PTE_EMPTY);
 	err = syscall(SYS_mprotect, addr, n << PAGE_SHIFT, prot) ? -errno : 0;
 	pthread_mutex_unlock(&P.lock);
@@ -773,12 +776,55 @@ static int move_pages(uint64_t from, uint64_t to, uint64_t n)
 	return 0;
 }
 
+/* Moves [lo, +on) to [start, +nn) (nn may be shorter: the tail is dropped);
+ * the source is unmapped, or with MREMAP_DONTUNMAP left mapped and empty. */
+static int move_range(uint64_t lo, uint64_t on, uint64_t start, uint64_t nn, int flags)
+{
+	uint64_t keep = nn < on ? nn : on;
+	int err;
+
+	forget(start, start + nn, PTE_EMPTY);
+	/* the kernel gives the moved range its old protection; we track none and
+	 * assume read-write, the only kind the malloc family and programs move */
+	syscall(SYS_mprotect, page_addr(start), nn << PAGE_SHIFT, PROT_READ | PROT_WRITE);
+	flush_all(); /* no page of the old range may sit in a write buffer under its old index */
+	if ((err = move_pages(lo, start, keep)))
+		return err;
+	if (flags & MREMAP_DONTUNMAP) { /* stays mapped, reads zero like a fresh mapping */
+		forget(lo, lo + on, PTE_EMPTY);
+		return 0;
+	}
+	forget(lo, lo + on, PTE_FREE);
+	for (uint64_t i = lo; i < lo + on; i++)
+		ranges_free(P.ranges, i - P.c.heap_pages, 1);
+	return 0;
+}
+
+/* mremap(2) semantics inside the mmap area: shrink or grow in place, else move
+ * (MREMAP_MAYMOVE) to a free range or to newaddr (MREMAP_FIXED, which replaces
+ * whatever was mapped there). */
 static int remap_locked(uint64_t lo, uint64_t on, uint64_t nn, int flags, void *newaddr, void **out)
 {
 	uint64_t start;
 	int err;
 
-	if (nn <= on) {
+	if ((flags & (MREMAP_FIXED | MREMAP_DONTUNMAP)) && !(flags & MREMAP_MAYMOVE))
+		return -EINVAL;
+	/* without MREMAP_FIXED, newaddr is only a hint (Linux ≥ 6.x checks its alignment) */
+	if (((flags & MREMAP_DONTUNMAP) && nn != on) || ((uintptr_t)newaddr & (PAGE_SIZE - 1)))
+		return -EINVAL;
+	if (flags & MREMAP_FIXED) {
+		start = page_of(newaddr);
+		if (!in_region(newaddr, nn << PAGE_SHIFT) ||
+		    start < P.c.heap_pages || (start < lo + on && lo < start + nn))
+			return -EINVAL;
+		if ((err = ranges_claim(P.ranges, start - P.c.heap_pages, nn)))
+			return err;
+	} else if (flags & MREMAP_DONTUNMAP) {
+		if ((err = ranges_alloc(P.ranges, nn, &start)))
+			return err;
+		start += P.c.heap_pages;
+	} else if (nn <= on) {
 		if (nn < on) {
 			forget(lo + nn, lo + on, PTE_FREE);
 			for (uint64_t i = lo + nn; i < lo + on; i++)
@@ -786,31 +832,19 @@ static int remap_locked(uint64_t lo, uint64_t on, uint64_t nn, int flags, void *
 		}
 		*out = page_addr(lo);
 		return 0;
-	}
-	if (!(flags & MREMAP_FIXED) && !ranges_take(P.ranges, lo + on - P.c.heap_pages, nn - on)) {
+	} else if (!ranges_take(P.ranges, lo + on - P.c.heap_pages, nn - on)) {
 		forget(lo + on, lo + nn, PTE_EMPTY);
 		*out = page_addr(lo);
 		return 0;
-	}
-	if (!(flags & MREMAP_MAYMOVE))
+	} else if (!(flags & MREMAP_MAYMOVE)) {
 		return -ENOMEM;
-	if (flags & MREMAP_FIXED) {
-		start = page_of(newaddr);
-		if (!in_region(newaddr, nn << PAGE_SHIFT) || start < P.c.heap_pages)
-			return -EINVAL;
-		ranges_take(P.ranges, start - P.c.heap_pages, nn);
 	} else if ((err = ranges_alloc(P.ranges, nn, &start))) {
 		return err;
 	} else {
 		start += P.c.heap_pages;
 	}
-	forget(start, start + nn, PTE_EMPTY);
-	flush_all(); /* no page of the old range may sit in a write buffer under its old index */
-	if ((err = move_pages(lo, start, on)))
+	if ((err = move_range(lo, on, start, nn, flags)))
 		return err;
-	forget(lo, lo + on, PTE_FREE);
-	for (uint64_t i = lo; i < lo + on; i++)
-		ranges_free(P.ranges, i - P.c.heap_pages, 1);
 	*out = page_addr(start);
 	return 0;
 }

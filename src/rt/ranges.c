@@ -126,6 +126,65 @@ int ranges_take(struct ranges *r, uint64_t start, uint64_t len)
 	return 0;
 }
 
+/* Clips [start, end) out of the extent before index i (which starts at or
+ * before start) and returns the index of the first extent after start. */
+static int clip_first(struct ranges *r, uint32_t i, uint64_t start, uint64_t end, uint32_t *next)
+{
+	struct extent *x = &r->e[i - 1];
+	uint64_t xend = x->start + x->len;
+
+	*next = i;
+	if (xend <= start)
+		return 0;
+	if (xend > end) { /* x covers the whole claim and more on the right */
+		if (x->start < start && insert_at(r, i, (struct extent){ end, xend - end }))
+			return -ENOMEM;
+		x = &r->e[i - 1];
+		if (x->start < start) {
+			x->len = start - x->start;
+		} else {
+			x->start = end;
+			x->len = xend - end;
+		}
+		r->nfree -= end - start;
+		*next = r->n; /* nothing left to clip */
+		return 0;
+	}
+	r->nfree -= xend - start;
+	if (x->start < start) {
+		x->len = start - x->start;
+	} else {
+		remove_at(r, i - 1);
+		*next = i - 1;
+	}
+	return 0;
+}
+
+int ranges_claim(struct ranges *r, uint64_t start, uint64_t len)
+{
+	uint64_t end = start + len;
+	uint32_t i = upper(r, start);
+	int err;
+
+	if (i && (err = clip_first(r, i, start, end, &i)))
+		return err;
+	while (i < r->n && r->e[i].start < end) {
+		struct extent *x = &r->e[i];
+		uint64_t xend = x->start + x->len;
+
+		if (xend <= end) {
+			r->nfree -= x->len;
+			remove_at(r, i);
+			continue;
+		}
+		r->nfree -= end - x->start;
+		x->len = xend - end;
+		x->start = end;
+		break;
+	}
+	return 0;
+}
+
 int ranges_free(struct ranges *r, uint64_t start, uint64_t len)
 {
 	uint32_t i = upper(r, start);

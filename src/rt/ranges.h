@@ -15,6 +15,9 @@ void ranges_destroy(struct ranges *r);
 int ranges_alloc(struct ranges *r, uint64_t len, uint64_t *start_out);
 /* Takes exactly [start, start+len) if all of it is free, else -EBUSY. */
 int ranges_take(struct ranges *r, uint64_t start, uint64_t len);
+/* Takes whatever of [start, start+len) is still free (MAP_FIXED, MREMAP_FIXED
+ * replace what was there); -ENOMEM only if the extent table is full. */
+int ranges_claim(struct ranges *r, uint64_t start, uint64_t len);
 /* Returns [start, start+len); freeing pages that are already free is -EINVAL
  * (nothing changed). */
 int ranges_free(struct ranges *r, uint64_t start, uint64_t len);

@@ -222,12 +222,19 @@ __attribute__((constructor(101))) static void rt_init(void)
 {
 	struct comex_client *cl;
 	struct pager_config pc;
+	sigset_t all, saved;
 	int uffd, err;
 
 	rt_early();
 	if (!rt_heap_lo)
 		return;
 	rt_internal++;
+	/* Threads inherit the creator's mask: the runtime's threads (fault
+	 * handler, watchdog, UCX's async thread made in client_connect) block
+	 * every signal, so a process-directed signal is always delivered to a
+	 * program thread and a program handler never runs on the fault path. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &saved);
 	if ((err = uffd_open(&uffd)))
 		fail(err == -EPERM || err == -ENOSYS ? uffd_permission_help(err) : "userfaultfd unavailable");
 	if (stats_create(&stats))
@@ -241,6 +248,7 @@ __attribute__((constructor(101))) static void rt_init(void)
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	start_thread(handler_main, "comex-fault");
 	start_thread(watchdog_main, "comex-watchdog");
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	__atomic_store_n(&rt_mode, RT_MANAGED, __ATOMIC_RELEASE); /* mmap family managed from now on */
 	log_debug("managing %p-%p, budget %llu pages", (void *)rt_heap_lo, (void *)rt_region_hi,
 		  (unsigned long long)pc.budget_pages);

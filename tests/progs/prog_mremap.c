@@ -108,7 +108,7 @@ int main(int argc, char **argv)
 	uint64_t *src = map(U / 2);
 	fill(src, W / 2, 7, 0);
 	push_out();
-	uint64_t *dst = mremap(src, U / 2, U / 2, MREMAP_MAYMOVE | MREMAP_DONTUNMAP);
+	uint64_t *dst = mremap(src, U / 2, U / 2, MREMAP_MAYMOVE | MREMAP_DONTUNMAP, NULL); /* the kernel reads the hint */
 	if (dst == MAP_FAILED) {
 		printf("dontunmap: unsupported (%s)\n", strerror(errno));
 	} else {
