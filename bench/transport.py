@@ -20,14 +20,11 @@ when that spread exceeds 10 %.
 
 import argparse
 import dataclasses
-import datetime
 import json
 import os
-import platform
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,15 +32,16 @@ import tempfile
 import time
 from pathlib import Path
 
+import benchlib
+from benchlib import (ROOT, SPREAD_LIMIT, cpu_times, finish_machine_info, git_revision, machine_info,
+                      pct, read_text, spread)
+
 SCHEMA = "comex-bench-transport/1"
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS_DIR = ROOT / "bench" / "results"
 DOCS_PATH = ROOT / "docs" / "TRANSPORT.md"
 
 # Timed ops per direction per run; sized so the full run takes ~3-6 minutes.
 DEFAULT_ITERS = {4096: 80000, 65536: 25000, 262144: 8000}
 QUICK_ITERS = {4096: 500, 65536: 200, 262144: 100}
-SPREAD_LIMIT = 0.10          # warn when (max - min) / median exceeds this
 ACCEPT_LIMIT = 1.5           # issue: UCX within 1.5x of raw TCP for 4 KiB reads
 CLIENT_CPU = 0               # the bench client's core; a polling memnode takes the last one
 POOL = "64M"                 # memnode pool; the bench needs at most 64 frames
@@ -99,89 +97,6 @@ INFO_PAIRS = [
     ("ucx-default-rma-poll", "rawtcp-poll"),
     ("ucx-tcp-validated-poll", "rawtcp-sleep"),
 ]
-
-
-# ------------------------------------------------------------------ machine
-
-def run_text(cmd):
-    """stdout of cmd, or None if it cannot be run or fails."""
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def read_text(path):
-    try:
-        return Path(path).read_text()
-    except OSError:
-        return None
-
-
-def bracketed(text):
-    """The selected value of a sysfs choice like 'always [madvise] never'."""
-    m = re.search(r"\[(\w+)\]", text or "")
-    return m.group(1) if m else None
-
-
-def cpu_model():
-    for line in (read_text("/proc/cpuinfo") or "").splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or None
-
-
-def ucx_version():
-    out = run_text(["ucx_info", "-v"]) or ""
-    m = re.search(r"Version\s+(\S+)", out)
-    return {"version": m.group(1) if m else None, "ucx_info_v": out.strip().splitlines()[:2]}
-
-
-def git_revision():
-    rev = run_text(["git", "-C", str(ROOT), "rev-parse", "HEAD"])
-    status = run_text(["git", "-C", str(ROOT), "status", "--porcelain"])
-    return {"rev": rev.strip() if rev else "none (no commit yet)",
-            "dirty": bool(status and status.strip())}
-
-
-def cpu_times():
-    """Aggregate /proc/stat jiffies: user nice system idle iowait irq softirq steal."""
-    return [int(x) for x in (read_text("/proc/stat") or "cpu 0").splitlines()[0].split()[1:9]]
-
-
-def steal_fraction(start, end):
-    """Share of CPU time the hypervisor took away between two cpu_times()."""
-    d = [b - a for a, b in zip(start, end)]
-    return round(d[7] / sum(d), 4) if len(d) == 8 and sum(d) else None
-
-
-def cpu_busy_fraction(seconds=1.0):
-    """Fraction of all cores busy over a short window (other users' load)."""
-    def sample():
-        fields = [int(x) for x in read_text("/proc/stat").splitlines()[0].split()[1:]]
-        return sum(fields), fields[3] + fields[4]  # total, idle + iowait
-    t0, i0 = sample()
-    time.sleep(seconds)
-    t1, i1 = sample()
-    return round(1 - (i1 - i0) / max(t1 - t0, 1), 3)
-
-
-def machine_info():
-    return {
-        "hostname": socket.gethostname(),
-        "kernel": platform.release(),
-        "kernel_version": platform.version(),
-        "cpu_model": cpu_model(),
-        "cores": os.cpu_count(),
-        "cores_usable": len(os.sched_getaffinity(0)),
-        "hypervisor": " hypervisor " in f" {read_text('/proc/cpuinfo') or ''} ",
-        "thp_enabled": bracketed(read_text("/sys/kernel/mm/transparent_hugepage/enabled")),
-        "thp_defrag": bracketed(read_text("/sys/kernel/mm/transparent_hugepage/defrag")),
-        "ucx": ucx_version(),
-        "python": platform.python_version(),
-        "loadavg_start": (read_text("/proc/loadavg") or "").split()[:3],
-        "background_cpu_busy_start": cpu_busy_fraction(),
-    }
 
 
 # ------------------------------------------------------------------ processes
@@ -361,11 +276,6 @@ def measure_all(ctx, runs):
 
 # ------------------------------------------------------------------ analysis
 
-def spread(values):
-    mid = statistics.median(values)
-    return (max(values) - min(values)) / mid if mid else 0.0
-
-
 def aggregate(samples):
     """One result per (config, op, size), in configuration order."""
     names = [c.name for c in CONFIGS]
@@ -473,15 +383,11 @@ def warnings_for(results, polling, errors, machine, quick):
 # ------------------------------------------------------------------ output
 
 def write_json(doc):
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RESULTS_DIR / f"transport-{doc['timestamp']}.json"
-    path.write_text(json.dumps(doc, indent=1) + "\n")
-    return path
+    return benchlib.write_json(doc, "transport")
 
 
 def newest_json():
-    files = sorted(RESULTS_DIR.glob("transport-*.json"))
-    return files[-1] if files else None
+    return benchlib.newest_json("transport")
 
 
 def fmt_size(size):
@@ -542,10 +448,6 @@ def interpretation(doc):
     s += bandwidth_sentences(res)
     s += noise_sentences(res)
     return "\n".join(f"- {x}" for x in s)
-
-
-def pct(x):
-    return "n/a" if x is None else f"{x * 100:.1f} %"
 
 
 def noise_sentences(res):
@@ -821,14 +723,12 @@ def main(argv):
         measure_all(ctx, args.runs)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    machine["loadavg_end"] = (read_text("/proc/loadavg") or "").split()[:3]
-    machine["cpu_steal_during_run"] = steal_fraction(times0, cpu_times())
-    machine["background_cpu_busy_end"] = cpu_busy_fraction()
+    finish_machine_info(machine, times0)
     results = aggregate(ctx["samples"])
     ratio_values, ratio_detail = ratios(results)
     doc = {
         "schema": SCHEMA,
-        "timestamp": datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ"),
+        "timestamp": benchlib.utc_stamp(),
         "machine": machine,
         "git": git_revision(),
         "options": {"runs": args.runs, "iters": {str(k): v for k, v in iters.items()}, "quick": args.quick,

@@ -1,0 +1,152 @@
+"""Helpers shared by the comex benchmark harnesses in bench/ (stdlib only,
+Python 3.11): machine metadata, git revision, CPU accounting, medians and
+spreads, and the bench/results/<name>-<UTC>.json files."""
+
+import datetime
+import json
+import os
+import platform
+import re
+import socket
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS_DIR = ROOT / "bench" / "results"
+SPREAD_LIMIT = 0.10          # warn when (max - min) / median exceeds this
+
+
+# ------------------------------------------------------------------ machine
+
+def run_text(cmd):
+    """stdout of cmd, or None if it cannot be run or fails."""
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def read_text(path):
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return None
+
+
+def bracketed(text):
+    """The selected value of a sysfs choice like 'always [madvise] never'."""
+    m = re.search(r"\[(\w+)\]", text or "")
+    return m.group(1) if m else None
+
+
+def cpu_model():
+    for line in (read_text("/proc/cpuinfo") or "").splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or None
+
+
+def ucx_version():
+    out = run_text(["ucx_info", "-v"]) or ""
+    m = re.search(r"Version\s+(\S+)", out)
+    return {"version": m.group(1) if m else None, "ucx_info_v": out.strip().splitlines()[:2]}
+
+
+def git_revision():
+    rev = run_text(["git", "-C", str(ROOT), "rev-parse", "HEAD"])
+    status = run_text(["git", "-C", str(ROOT), "status", "--porcelain"])
+    return {"rev": rev.strip() if rev else "none (no commit yet)",
+            "dirty": bool(status and status.strip())}
+
+
+def cpu_times():
+    """Aggregate /proc/stat jiffies: user nice system idle iowait irq softirq steal."""
+    return [int(x) for x in (read_text("/proc/stat") or "cpu 0").splitlines()[0].split()[1:9]]
+
+
+def steal_fraction(start, end):
+    """Share of CPU time the hypervisor took away between two cpu_times()."""
+    d = [b - a for a, b in zip(start, end)]
+    return round(d[7] / sum(d), 4) if len(d) == 8 and sum(d) else None
+
+
+def cpu_busy_fraction(seconds=1.0):
+    """Fraction of all cores busy over a short window (other users' load)."""
+    def sample():
+        fields = [int(x) for x in read_text("/proc/stat").splitlines()[0].split()[1:]]
+        return sum(fields), fields[3] + fields[4]  # total, idle + iowait
+    t0, i0 = sample()
+    time.sleep(seconds)
+    t1, i1 = sample()
+    return round(1 - (i1 - i0) / max(t1 - t0, 1), 3)
+
+
+def loadavg():
+    return (read_text("/proc/loadavg") or "").split()[:3]
+
+
+def machine_info():
+    return {
+        "hostname": socket.gethostname(),
+        "kernel": platform.release(),
+        "kernel_version": platform.version(),
+        "cpu_model": cpu_model(),
+        "cores": os.cpu_count(),
+        "cores_usable": len(os.sched_getaffinity(0)),
+        "hypervisor": " hypervisor " in f" {read_text('/proc/cpuinfo') or ''} ",
+        "thp_enabled": bracketed(read_text("/sys/kernel/mm/transparent_hugepage/enabled")),
+        "thp_defrag": bracketed(read_text("/sys/kernel/mm/transparent_hugepage/defrag")),
+        "ucx": ucx_version(),
+        "python": platform.python_version(),
+        "loadavg_start": loadavg(),
+        "background_cpu_busy_start": cpu_busy_fraction(),
+    }
+
+
+def finish_machine_info(machine, times0):
+    """Adds the end-of-run load figures to machine_info()'s dict."""
+    machine["loadavg_end"] = loadavg()
+    machine["cpu_steal_during_run"] = steal_fraction(times0, cpu_times())
+    machine["background_cpu_busy_end"] = cpu_busy_fraction()
+    return machine
+
+
+# ------------------------------------------------------------------ statistics
+
+def spread(values):
+    """(max - min) / median; 0 for an empty or zero-median list."""
+    if not values:
+        return 0.0
+    mid = statistics.median(values)
+    return (max(values) - min(values)) / mid if mid else 0.0
+
+
+def summary(values, digits=6):
+    """Median, min, max and spread of a list of per-run numbers."""
+    return {"median": round(statistics.median(values), digits), "min": round(min(values), digits),
+            "max": round(max(values), digits), "spread": round(spread(values), 4), "n": len(values)}
+
+
+def pct(x):
+    return "n/a" if x is None else f"{x * 100:.1f} %"
+
+
+# ------------------------------------------------------------------ output
+
+def utc_stamp():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def write_json(doc, name):
+    """bench/results/<name>-<doc['timestamp']>.json"""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}-{doc['timestamp']}.json"
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    return path
+
+
+def newest_json(name):
+    files = sorted(RESULTS_DIR.glob(f"{name}-*.json"))
+    return files[-1] if files else None
