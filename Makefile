@@ -34,6 +34,7 @@ install: build
 
 bench: build
 	python3 bench/transport.py --build $(BUILD)
+	python3 bench/pager.py --build $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD)
