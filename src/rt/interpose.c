@@ -31,12 +31,14 @@ void *__libc_memalign(size_t, size_t);
 void *__libc_valloc(size_t);
 void *__libc_pvalloc(size_t);
 
-/* True when this allocation must come from the C library's heap. */
+/* True when this allocation must come from the C library's heap: the
+ * runtime's own (and UCX's, made on runtime threads) and everything before
+ * the pager runs, which includes the constructors of UCX and the other
+ * libraries loaded before ours. Such memory must never be evicted: the fault
+ * handler touching an evicted page of its own would wait for itself. */
 static inline int use_libc(void)
 {
-	if (__builtin_expect(!rt_heap_lo, 0))
-		rt_early();
-	return rt_internal || !rt_heap_lo;
+	return rt_internal || __atomic_load_n(&rt_mode, __ATOMIC_RELAXED) == RT_OFF;
 }
 
 EXPORT void *malloc(size_t n) { return use_libc() ? __libc_malloc(n) : mi_malloc(n); }

@@ -158,7 +158,7 @@ static void flush(unsigned node)
 		return;
 	err = client_write(P.c.client, node, pfn, count, data);
 	if (err)
-		die("comex: a memnode failed while taking evicted pages that exist nowhere else",
+		die("a memnode failed while taking evicted pages that exist nowhere else",
 		    (uintptr_t)data, err);
 	for (uint32_t i = 0; i < count; i++) {
 		uint64_t idx;
@@ -224,7 +224,7 @@ static int protect_run(uint64_t first, uint32_t len)
 	int err = uffd_wp(P.c.uffd, page_addr(first), (size_t)len << PAGE_SHIFT, 1);
 
 	if (err)
-		die("comex: cannot write-protect pages to evict them", (uintptr_t)page_addr(first), err);
+		die("cannot write-protect pages to evict them", (uintptr_t)page_addr(first), err);
 	return 0;
 }
 
@@ -233,7 +233,7 @@ static int drop_run(uint64_t first, uint32_t len)
 	int err = raw_madvise(page_addr(first), (size_t)len << PAGE_SHIFT, MADV_DONTNEED);
 
 	if (err)
-		die("comex: cannot drop evicted pages", (uintptr_t)page_addr(first), err);
+		die("cannot drop evicted pages", (uintptr_t)page_addr(first), err);
 	return 0;
 }
 
@@ -247,7 +247,7 @@ static int copy_run(uint64_t first, uint32_t len)
 			  (off_t)(uintptr_t)page_addr(first));
 
 	if (r != (ssize_t)bytes)
-		die("comex: cannot read pages to evict through /proc/self/mem", (uintptr_t)page_addr(first),
+		die("cannot read pages to evict through /proc/self/mem", (uintptr_t)page_addr(first),
 		    r < 0 ? -errno : -EIO);
 	copy_pos += len;
 	return 0;
@@ -353,7 +353,7 @@ static void zero_fill(uint64_t idx, uint64_t t0)
 		return;
 	}
 	if (err && err != -EEXIST)
-		die("comex: cannot zero-fill a page", (uintptr_t)page_addr(idx), err);
+		die("cannot zero-fill a page", (uintptr_t)page_addr(idx), err);
 	if (err == -EEXIST)
 		uffd_wake(P.c.uffd, page_addr(idx), PAGE_SIZE);
 	for (uint64_t i = lo; i < hi; i++)
@@ -372,7 +372,7 @@ static void install(uint64_t idx, const void *src, bool clean, unsigned node, ui
 		return;
 	}
 	if (err)
-		die("comex: cannot install a page", (uintptr_t)page_addr(idx), err);
+		die("cannot install a page", (uintptr_t)page_addr(idx), err);
 	became_resident(idx, clean ? PTE_CLEAN : PTE_DIRTY, node, pfn);
 }
 
@@ -402,7 +402,7 @@ static char *fetch(uint64_t idx, uint64_t lo, uint64_t hi)
 			      slot + ((lo - wlo) << PAGE_SHIFT));
 
 	if (err)
-		die("comex: a memnode failed while reading back a page that exists nowhere else",
+		die("a memnode failed while reading back a page that exists nowhere else",
 		    (uintptr_t)page_addr(idx), err);
 	for (uint64_t i = lo; i < hi; i++)
 		rbuf_mark(P.rb, i);
@@ -472,7 +472,7 @@ static void fault_missing(uint64_t idx, bool write)
 	case PTE_WBUF:
 		src = wbuf_find(P.wb[pte_node(e)], idx, true);
 		if (!src)
-			die("comex: internal error: page missing from its write buffer", (uintptr_t)page_addr(idx), -EIO);
+			die("internal error: page missing from its write buffer", (uintptr_t)page_addr(idx), -EIO);
 		install(idx, src, false, 0, 0);
 		STAT_ADD(P.c.stats, faults_wbuf_hit, 1);
 		STAT_ADD(P.c.stats, ns_wbuf_hit, now_ns() - t0);
@@ -509,7 +509,7 @@ static void fault_wp(uint64_t idx)
 	P.pt[idx] = pte_set_state(e, PTE_DIRTY) | PTE_REF;
 	err = uffd_wp(P.c.uffd, page_addr(idx), PAGE_SIZE, 0);
 	if (err)
-		die("comex: cannot unprotect a written page", (uintptr_t)page_addr(idx), err);
+		die("cannot unprotect a written page", (uintptr_t)page_addr(idx), err);
 }
 
 static void handle(const struct uffd_msg *m)
@@ -553,7 +553,7 @@ void pager_run(void)
 			continue;
 		}
 		if (r < 0 && errno != EAGAIN && errno != EINTR)
-			die("comex: reading faults from userfaultfd failed", 0, -errno);
+			die("reading faults from userfaultfd failed", 0, -errno);
 		if (now_ns() - idle_since < P.c.spin_ns) {
 			__builtin_ia32_pause();
 			continue;

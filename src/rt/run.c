@@ -332,6 +332,12 @@ static int preload(void)
 	setenv("UCX_MEM_MALLOC_HOOKS", "n", 0);
 	setenv("UCX_MEM_MMAP_HOOK_MODE", "none", 0);
 	setenv("UCX_MEM_EVENTS", "n", 0);
+	/* Nor install signal handlers in the program: by default UCX catches
+	 * SIGSEGV/SIGBUS/SIGILL/SIGFPE (to print a backtrace) and SIGHUP (its
+	 * debug signal), which changes what those signals do to the program. */
+	setenv("UCX_HANDLE_ERRORS", "none", 0);
+	setenv("UCX_ERROR_SIGNALS", "", 0);
+	setenv("UCX_DEBUG_SIGNO", "0", 0);
 	return 0;
 }
 
