@@ -543,8 +543,11 @@ void pager_run(void)
 		ssize_t r = read(P.c.uffd, msg, sizeof(msg));
 
 		if (r > 0) {
-			pthread_mutex_lock(&P.lock);
+			/* before the lock: a lock holder that never lets go (a program
+			 * thread faulting inside the pager) is a wedge the watchdog sees */
+			__atomic_store_n(&P.busy_addr, (uintptr_t)msg[0].arg.pagefault.address, __ATOMIC_RELAXED);
 			__atomic_store_n(&P.busy_since, now_ns(), __ATOMIC_RELAXED);
+			pthread_mutex_lock(&P.lock);
 			for (ssize_t i = 0; i < r / (ssize_t)sizeof(msg[0]); i++)
 				handle(&msg[i]);
 			__atomic_store_n(&P.busy_since, 0, __ATOMIC_RELAXED);
