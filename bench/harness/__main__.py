@@ -1,0 +1,174 @@
+"""python3 -m bench.harness EXPERIMENT [options]
+
+Experiments: sweep, faults, sensitivity, multitask, tax, all (each of those,
+one result file each), smoke, demo; report (plots and docs/RESULTS.md from
+bench/results), cleanup (what a killed harness left behind).
+
+Run from the repository root as root. Examples:
+  python3 -m bench.harness sweep --workloads python,redis --runs 3
+  python3 -m bench.harness all --build /tmp/b            # the full evaluation
+  python3 -m bench.harness smoke --quick                 # every mode once, tiny
+  python3 -m bench.harness report                        # re-render plots + docs/RESULTS.md
+"""
+
+import argparse
+import os
+import sys
+import time
+
+# matplotlib/numpy come from Debian packages (python3-matplotlib, python3-numpy):
+# re-run under the system interpreter when this one (e.g. pyenv's) lacks them.
+if os.environ.get("COMEX_BENCH_REEXEC") != "1" and os.path.exists("/usr/bin/python3") \
+        and os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3"):
+    try:
+        import matplotlib  # noqa: F401
+        import numpy  # noqa: F401
+    except ImportError:
+        os.environ["COMEX_BENCH_REEXEC"] = "1"
+        os.execv("/usr/bin/python3", ["/usr/bin/python3", "-m", "bench.harness"] + sys.argv[1:])
+
+from . import experiments, results, sysenv  # noqa: E402
+from .modes import ALL_MODES  # noqa: E402
+from .session import Session, fmt_dur  # noqa: E402
+from .sysenv import log  # noqa: E402
+from .workloads import ALL_WORKLOADS  # noqa: E402
+
+# Target footprints (MiB) of the full run, sized so that the whole `all`
+# fits in about 50 minutes on a 2-core VM (docs/BENCH.md); --size overrides.
+FULL_SIZES = {"python": 96, "numpy": 128, "sqlite": 96, "sort": 128, "mt": 128, "redis": 96, "seq": 128,
+              "rand": 128}
+QUICK_SIZES = {w: 24 for w in ALL_WORKLOADS}
+QUICK_SIZES.update(python=32, numpy=48, redis=32)
+
+
+def csv(s):
+    return [x for x in s.split(",") if x]
+
+
+def ints(s):
+    return [int(x) for x in csv(s)]
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog="python3 -m bench.harness", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("experiment", choices=["sweep", "faults", "sensitivity", "multitask", "tax", "all", "smoke",
+                                          "demo", "report", "cleanup"])
+    p.add_argument("--build", default="build", help="build directory with comex, libcomex-rt.so, progs/, pager_bench")
+    p.add_argument("--size", type=int, help="footprint in MiB of every workload (default: per workload, see --help)")
+    p.add_argument("--runs", type=int, default=3, help="repetitions of every configuration (median, min, max)")
+    p.add_argument("--quick", action="store_true", help="tiny sizes, 1 run, fewer points: a smoke run in minutes")
+    p.add_argument("--workloads", type=csv, help="comma list (default: all): %s" % ",".join(ALL_WORKLOADS))
+    p.add_argument("--modes", type=csv, help="comma list (default: all): %s" % ",".join(ALL_MODES))
+    p.add_argument("--fractions", type=ints, help="local memory in %% of the footprint (default 100,75,50,25,10)")
+    p.add_argument("--fault-fractions", type=ints, default=[50, 25, 10])
+    p.add_argument("--sens-workloads", type=csv, default=["rand", "python"])
+    p.add_argument("--sens-fraction", type=int, default=25)
+    p.add_argument("--params", type=csv, default=["T", "P", "B"], help="sensitivity parameters (T,P,B)")
+    p.add_argument("--ks", type=ints, default=[1, 2, 4], help="multitask: programs at once")
+    p.add_argument("--mt-workloads", type=csv, default=["rand"])
+    p.add_argument("--mt-modes", type=csv, default=["local", "swap-disk", "zram", "comex"])
+    p.add_argument("--mt-fraction", type=int, default=25)
+    p.add_argument("--timeout", type=float, default=900, help="hard limit of one run (s)")
+    p.add_argument("--timeout-factor", type=float, default=40,
+                   help="a run slower than this many times its local run is stopped (and smaller fractions skipped)")
+    p.add_argument("--min-timeout", type=float, default=60)
+    p.add_argument("--no-report", action="store_true", help="do not re-render plots and docs/RESULTS.md")
+    p.add_argument("--no-save", action="store_true", help="do not write a result file (smoke tests)")
+    p.add_argument("--sweep-workloads", type=csv, help="all: workloads of the sweep (default: --workloads)")
+    a = p.parse_args(argv)
+    a.sizes = QUICK_SIZES if a.quick else FULL_SIZES
+    if a.quick and "--runs" not in " ".join(argv):
+        a.runs = 1
+    a.workloads = a.workloads or list(ALL_WORKLOADS)
+    a.modes = a.modes or list(ALL_MODES)
+    if "local" not in a.modes:
+        a.modes = ["local"] + a.modes
+    a.fractions = a.fractions or ([50, 10] if a.quick else list(experiments.FRACTIONS))
+    if a.quick:
+        a.fault_fractions = [25]
+    for w in a.workloads + a.sens_workloads + a.mt_workloads:
+        if w not in ALL_WORKLOADS:
+            p.error("unknown workload %s (known: %s)" % (w, ", ".join(ALL_WORKLOADS)))
+    for m in a.modes + a.mt_modes:
+        if m not in ALL_MODES:
+            p.error("unknown mode %s (known: %s)" % (m, ", ".join(ALL_MODES)))
+    for x in a.params:
+        if x not in experiments.SENS:
+            p.error("unknown parameter %s (T, P, B)" % x)
+    return a
+
+
+def main(argv):
+    a = parse(argv)
+    if a.experiment == "cleanup":
+        sysenv.cleanup_leftovers()
+        return 0
+    if a.experiment == "report":
+        from . import report
+        report.render()
+        return 0
+    if os.geteuid() != 0:
+        log("the harness needs root (cgroups, swap, zram, network namespaces)")
+        return 77
+    sysenv.install_signal_handlers()
+    names = ["sweep", "faults", "sensitivity", "multitask", "tax"] if a.experiment == "all" else [a.experiment]
+    t0 = time.monotonic()
+    rc = 0
+    docs = []
+    sess = None
+    try:
+        sess = Session(a, names[0])
+        for name in names:
+            sess.experiment = name
+            log("== %s" % name)
+            wl = a.workloads
+            if name == "sweep" and a.sweep_workloads:
+                a.workloads, wl = a.sweep_workloads, a.workloads
+            try:
+                experiments.EXPERIMENTS[name](sess)
+            finally:
+                a.workloads = wl
+            doc, path = results.write(sess)
+            docs.append(doc)
+    except KeyboardInterrupt:
+        log("interrupted: restoring the machine")
+        rc = 130
+    finally:
+        sysenv.UNDO.run_all()
+    if rc == 0 and not a.no_report and a.experiment not in ("smoke", "demo"):
+        from . import report
+        report.render()
+    if a.experiment in ("smoke", "demo"):
+        from . import report
+        print(report.demo_table(docs[-1]) if docs else "")
+        if a.experiment == "smoke" and docs:
+            bad = smoke_failures(docs[-1])
+            if bad:
+                for b in bad:
+                    print("FAIL: %s" % b)
+                rc = 1
+            else:
+                print("smoke: every mode ran and verified")
+    log("done in %s" % fmt_dur(time.monotonic() - t0))
+    return rc
+
+
+def smoke_failures(doc):
+    bad = []
+    for r in doc["records"]:
+        if "mode" not in r:
+            bad.append("%s: workload refused: %s" % (r.get("workload"), r.get("refused")))
+            continue
+        what = "%s in %s" % (r["workload"], r["mode"])
+        if r.get("refused"):
+            bad.append("%s: refused: %s" % (what, r["refused"]))
+        elif not r.get("ok"):
+            bad.append("%s: %s" % (what, r.get("error") or r.get("skipped")))
+        elif not r.get("verified"):
+            bad.append("%s: output differs from the local run" % what)
+    return bad
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

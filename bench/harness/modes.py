@@ -1,0 +1,279 @@
+"""The modes a workload runs in. Each mode puts the program in a memory
+cgroup with the same limit M (except `local`), and differs only in where the
+pages that do not fit go:
+
+  local        no limit (the denominator of every slowdown)
+  swap-disk    Linux swap on a swap file on the local disk
+  zram         Linux swap on a zram device (compressed RAM)
+  comex        comex run, swap off for the group, two memnodes on loopback
+  comex-net10  comex run, each memnode in its own network namespace behind a
+  comex-net25  veth pair shaped by tbf to 10 / 25 Gbit/s
+
+A mode's set-up (swap file, zram device, namespaces) happens once per
+experiment; each run enables its swap device, starts fresh memnodes and
+creates its cgroup(s), and undoes that afterwards."""
+
+import os
+import secrets
+import shutil
+import subprocess
+
+from . import sysenv
+from .sysenv import Cgroup, Memnode, NetNs, Refused, SwapFile, Zram, log
+
+ALL_MODES = ["local", "swap-disk", "zram", "comex", "comex-net10", "comex-net25"]
+MIB = 1 << 20
+
+
+def comex_headroom(limit):
+    """Memory left in the cgroup for what the pager does not manage (libraries,
+    thread stacks, the runtime's tables and UCX's buffers, page cache): an
+    eighth of the limit, at least 12 MiB, at most 64 MiB (comex's default).
+    Measured here: a comex'd Python uses local-mem + 9-10 MiB of its cgroup.
+    See docs/BENCH.md."""
+    return max(12 * MIB, min(64 * MIB, limit // 8))
+
+
+class RunCtx:
+    """What one run (k programs at once) gets: its cgroups and, for comex
+    modes, the `comex run` prefix."""
+
+    def __init__(self, mode, limit, k, workdir, comex_opts):
+        self.mode = mode
+        self.limit = limit
+        self.k = k
+        self.workdir = workdir
+        self.comex_opts = list(comex_opts or [])
+        self.cgroups = []
+        self.memnodes = []
+        self.info = {}
+
+    def wrap(self, argv, i=0, stats=None):
+        """argv as the mode runs it (under `comex run` for comex modes)."""
+        if not self.mode.comex:
+            return list(argv)
+        pre = [str(self.mode.comex_bin), "run", "--token-file", self.mode.token]
+        for m in self.memnodes:
+            pre += ["--memnode", m.addr]
+        if self.limit is None:
+            pre += ["--local-mem", self.comex_local_mem]
+        elif self.limit > 2 * comex_headroom(self.limit) + 4 * MIB:
+            # auto: the cgroup limit minus the headroom, resolved by comex itself
+            pre += ["--local-mem", "auto", "--headroom", "%dK" % (comex_headroom(self.limit) >> 10)]
+        else:
+            # comex's auto refuses a limit under twice the headroom: the same budget, given explicitly
+            pre += ["--local-mem", "%dK" % ((self.limit - comex_headroom(self.limit)) >> 10)]
+        if stats:
+            pre += ["--stats-json", stats]
+        return pre + self.comex_opts + ["--"] + list(argv)
+
+    def env(self):
+        e = dict(os.environ)
+        e.pop("LD_PRELOAD", None)
+        if self.mode.net_rate:
+            e["UCX_TLS"] = "tcp"
+            e["UCX_NET_DEVICES"] = self.mode.netns[0].bridge
+        return e
+
+    def preexec(self, i=0):
+        return self.cgroups[i].enter_fn()
+
+
+class Mode:
+    comex = False
+    swap_kind = None
+    net_rate = None
+
+    def __init__(self, name, build):
+        self.name = name
+        self.build = build
+        self.comex_bin = os.path.join(build, "comex")
+        self.device = None
+        self.netns = []
+
+    # -- once per experiment
+    def precondition(self, pool_bytes, swap_bytes):
+        return sysenv.cgroup_precondition()
+
+    def setup(self, workdir, pool_bytes, swap_bytes):
+        self.workdir = workdir
+        self.pool = pool_bytes
+
+    def teardown(self):
+        pass
+
+    # -- once per run
+    def begin(self, limit, k=1, comex_opts=None, comex_local_mem=None):
+        ctx = RunCtx(self, limit, k, self.workdir, comex_opts)
+        ctx.comex_local_mem = comex_local_mem
+        try:
+            self._begin(ctx)
+            for i in range(k):
+                ctx.cgroups.append(Cgroup(limit, swap=self.swap_kind is not None))
+        except BaseException:
+            self.end(ctx)
+            raise
+        return ctx
+
+    def _begin(self, ctx):
+        pass
+
+    def end(self, ctx):
+        for c in ctx.cgroups:
+            c.remove()
+        for m in ctx.memnodes:
+            m.close()
+        if self.device:
+            self.device.disable()
+
+    def describe(self):
+        return {"name": self.name}
+
+
+class Local(Mode):
+    def begin(self, limit, k=1, comex_opts=None, comex_local_mem=None):
+        return super().begin(None, k, comex_opts)
+
+    def describe(self):
+        return {"name": self.name, "limit": "none"}
+
+
+class SwapMode(Mode):
+    def precondition(self, pool_bytes, swap_bytes):
+        r = super().precondition(pool_bytes, swap_bytes)
+        if r:
+            return r
+        others = sysenv.active_swaps()
+        if others:
+            return ("another swap device is active (%s): the kernel would spread pages over it and the mode "
+                    "would not measure %s alone" % (", ".join(others), self.name))
+        self.device = self.make_device(swap_bytes)
+        return self.device.precondition()
+
+    def setup(self, workdir, pool_bytes, swap_bytes):
+        super().setup(workdir, pool_bytes, swap_bytes)
+        self.device.create()
+
+    def teardown(self):
+        if self.device:
+            self.device.destroy()
+
+    def _begin(self, ctx):
+        # our device must be the only swap, enabled only for this run
+        others = [s for s in sysenv.active_swaps()]
+        if others:
+            raise Refused("another swap device became active (%s)" % ", ".join(others))
+        self.device.enable()
+
+
+class SwapDisk(SwapMode):
+    swap_kind = "disk"
+
+    def make_device(self, size):
+        return SwapFile(size)
+
+    def describe(self):
+        d = {"name": self.name, "swap": "file on local disk"}
+        if self.device:
+            d["path"] = self.device.path
+            d["size_mib"] = self.device.size >> 20
+            d["fs"] = sysenv.sh("findmnt", "-no", "FSTYPE,SOURCE", "-T", os.path.dirname(self.device.path),
+                                check=False).stdout.strip()
+        return d
+
+
+class ZramMode(SwapMode):
+    swap_kind = "zram"
+
+    def make_device(self, size):
+        return Zram(size)
+
+    def describe(self):
+        d = {"name": self.name, "swap": "zram"}
+        if self.device and self.device.dev:
+            d.update(dev=self.device.dev, size_mib=self.device.size >> 20, comp_algorithm=self.device.alg)
+        return d
+
+
+class ComexMode(Mode):
+    comex = True
+
+    def __init__(self, name, build, rate=None, nodes=2):
+        super().__init__(name, build)
+        self.net_rate = rate
+        self.nodes = nodes
+
+    def precondition(self, pool_bytes, swap_bytes):
+        r = super().precondition(pool_bytes, swap_bytes)
+        if r:
+            return r
+        if not os.access(self.comex_bin, os.X_OK):
+            return "%s is not built" % self.comex_bin
+        if not os.path.exists(os.path.join(self.build, "libcomex-rt.so")):
+            return "%s/libcomex-rt.so is not built" % self.build
+        if sysenv.read(os.path.join(self.build, "CMakeCache.txt"), "").find("COMEX_SANITIZE:BOOL=ON") >= 0:
+            return "comex run is not supported in the sanitizer build (LD_PRELOAD of a sanitized runtime)"
+        if os.geteuid() != 0 and sysenv.read("/proc/sys/vm/unprivileged_userfaultfd") != "1" \
+                and not os.access("/dev/userfaultfd", os.R_OK | os.W_OK):
+            return "no userfaultfd permission"
+        if self.net_rate:
+            r = NetNs.precondition()
+            if r:
+                return r
+        free = sysenv.meminfo_kib("MemAvailable") << 10
+        if free < self.nodes * pool_bytes + (1 << 30):
+            return "not enough free memory for %d memnode pools of %d MiB" % (self.nodes, pool_bytes >> 20)
+        return None
+
+    def setup(self, workdir, pool_bytes, swap_bytes):
+        super().setup(workdir, pool_bytes, swap_bytes)
+        self.token = os.path.join(workdir, "token")
+        if not os.path.exists(self.token):
+            subprocess.run([self.comex_bin, "token", self.token], check=True, stdout=subprocess.DEVNULL)
+        if self.net_rate:
+            for i in range(self.nodes):
+                ns = NetNs(i + self.net_rate * 10, self.net_rate)
+                ns.create()
+                self.netns.append(ns)
+
+    def teardown(self):
+        for ns in self.netns:
+            ns.destroy()
+        self.netns = []
+
+    def _begin(self, ctx):
+        # memnodes are separate processes outside the benchmark cgroup (the
+        # harness's own), fresh for every run so no run inherits another's pool state
+        for i in range(self.nodes):
+            ns = self.netns[i] if self.net_rate else None
+            m = Memnode(self.comex_bin, self.token, self.pool, self.workdir, netns=ns,
+                        name="%s-mn%d" % (self.name, i))
+            ctx.memnodes.append(m)
+            m.start()
+        ctx.info["memnodes"] = [m.addr for m in ctx.memnodes]
+        ctx.info["memnodes_polling"] = [m.polling for m in ctx.memnodes]
+
+    def describe(self):
+        d = {"name": self.name, "memnodes": self.nodes, "pool_mib": getattr(self, "pool", 0) >> 20,
+             "transport": "UCX over TCP",
+             "headroom": "max(12 MiB, min(64 MiB, limit/8)) via --local-mem auto --headroom"}
+        if self.net_rate:
+            d["network"] = [n.describe() for n in self.netns] or "netns + veth + tbf %d Gbit/s" % self.net_rate
+            d["ucx_env"] = {"UCX_TLS": "tcp", "UCX_NET_DEVICES": "<veth of each side>"}
+        else:
+            d["network"] = "loopback"
+        return d
+
+
+def make_mode(name, build):
+    if name == "local":
+        return Local(name, build)
+    if name == "swap-disk":
+        return SwapDisk(name, build)
+    if name == "zram":
+        return ZramMode(name, build)
+    if name == "comex":
+        return ComexMode(name, build)
+    if name.startswith("comex-net"):
+        return ComexMode(name, build, rate=int(name[len("comex-net"):]))
+    raise ValueError("unknown mode %r (modes: %s)" % (name, ", ".join(ALL_MODES)))

@@ -1,0 +1,141 @@
+"""Versioned result files and their summaries.
+
+bench/results/eval-<experiment>-<UTC>.json, schema comex-bench-eval/1:
+  metadata   machine, kernel, CPU, cores, THP, git revision, options, load
+             (metadata.checked: files whose checked metadata differ are never merged)
+  modes      how every mode was set up (or why it was refused)
+  references local footprint, expected check and local metric per workload
+  records    one per run (each repetition of each configuration)
+  summary    per configuration: median, min, max of the primary metric over
+             the verified runs, spread and a warning when it exceeds 10 %"""
+
+import datetime
+import glob
+import json
+import os
+import statistics
+
+from .sysenv import ROOT, loadavg, log
+
+SCHEMA = "comex-bench-eval/1"
+RESULTS_DIR = ROOT / "bench" / "results"
+SPREAD_LIMIT = 0.10
+SUMMARY_KEYS = ["time_s", "access_s", "get_rps", "set_rps", "get_p50_ms", "get_p99_ms", "set_p50_ms", "set_p99_ms"]
+
+
+def config_key(r):
+    return (r.get("workload"), r.get("mode"), r.get("fraction"), r.get("k", 1), tuple(r.get("comex_opts") or ()),
+            r.get("param"), r.get("value"))
+
+
+def summarize(records, metric_of):
+    groups = {}
+    for r in records:
+        if "mode" not in r:
+            continue
+        groups.setdefault(config_key(r), []).append(r)
+    out = []
+    for key, rs in groups.items():
+        w, mode, frac, k, opts, param, value = key
+        good = [r for r in rs if r.get("ok") and r.get("verified")]
+        s = {"workload": w, "mode": mode, "fraction": frac, "k": k, "comex_opts": list(opts), "param": param,
+             "value": value, "runs": len(rs), "verified_runs": len(good),
+             "failed": [r.get("refused") or r.get("skipped") or r.get("error") or
+                        ("output differs" if r.get("ok") else "failed") for r in rs if not (r.get("ok") and r.get("verified"))],
+             "metric": metric_of(w)}
+        for m in SUMMARY_KEYS:
+            vals = [r[m] for r in good if r.get(m) is not None]
+            if not vals:
+                continue
+            med = statistics.median(vals)
+            s[m] = {"median": med, "min": min(vals), "max": max(vals), "n": len(vals),
+                    "spread": (max(vals) - min(vals)) / med if med else 0.0}
+        pm = s.get(s["metric"])
+        s["warn_spread"] = bool(pm and pm["n"] > 1 and pm["spread"] > SPREAD_LIMIT)
+        if pm is not None and pm["n"] < 3:
+            s["warn_few_runs"] = True
+        cs = [r["instances"][0].get("comex_stats") for r in good if r.get("instances") and r["instances"][0]
+              and r["instances"][0].get("comex_stats")]
+        if cs:
+            s["comex_stats_median"] = {kk: statistics.median(c[kk] for c in cs) for kk in cs[0]
+                                       if isinstance(cs[0][kk], (int, float)) and not isinstance(cs[0][kk], bool)
+                                       and all(kk in c for c in cs)}
+        vm = [r.get("vmstat_delta") for r in good if r.get("vmstat_delta")]
+        if vm:
+            s["vmstat_median"] = {kk: statistics.median(v.get(kk, 0) for v in vm) for kk in vm[0]}
+        s["load_median"] = statistics.median(r["load_before"][0] for r in rs if r.get("load_before")) \
+            if any(r.get("load_before") for r in rs) else None
+        out.append(s)
+    return out
+
+
+def write(sess, extra=None):
+    from .workloads import WORKLOADS
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    meta = dict(sess.meta)
+    meta["load_after"] = loadavg()
+    meta["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    # this experiment's runs, plus the local reference runs (shared by the experiments of `all`)
+    recs = [r for r in sess.records if r.get("experiment") == sess.experiment or r.get("reference")]
+    doc = {
+        "schema": SCHEMA,
+        "experiment": sess.experiment,
+        "metadata": meta,
+        "modes": {name: m.describe() for name, m in sess.modes.items()},
+        "refused_modes": sess.refused,
+        "workloads": {"%s" % w.name: dict(w.params(), description=w.description, metric=w.metric,
+                                          higher_is_better=w.higher_is_better)
+                      for (_, _), w in sess.workloads.items()},
+        "references": {"%s" % n: v for (n, s), v in sess.refs.items()},
+        "records": recs,
+        "summary": summarize(recs, lambda w: WORKLOADS[w].metric if w in WORKLOADS else "time_s"),
+    }
+    if extra:
+        doc.update(extra)
+    path = RESULTS_DIR / ("eval-%s-%s.json" % (sess.experiment, stamp))
+    if getattr(sess.args, "no_save", False):
+        return doc, None
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1, default=str)
+    log("results: %s" % path.relative_to(ROOT))
+    return doc, path
+
+
+def load_all():
+    docs = []
+    for p in sorted(glob.glob(str(RESULTS_DIR / "eval-*.json"))):
+        try:
+            d = json.load(open(p))
+        except (OSError, ValueError):
+            continue
+        if d.get("schema") != SCHEMA:
+            continue
+        d["_path"] = os.path.relpath(p, ROOT)
+        docs.append(d)
+    return docs
+
+
+def compatible(a, b):
+    """The checked metadata fields that differ between two result files."""
+    ca, cb = a["metadata"]["checked"], b["metadata"]["checked"]
+    return [k for k in sorted(set(ca) | set(cb)) if ca.get(k) != cb.get(k)]
+
+
+def select(docs):
+    """The newest file of each experiment whose checked metadata equal those
+    of the newest file overall; the others are listed as not merged."""
+    docs = [d for d in docs if d["experiment"] not in ("smoke", "demo")]
+    if not docs:
+        return {}, []
+    newest = max(docs, key=lambda d: d["metadata"].get("finished", ""))
+    chosen, skipped = {}, []
+    for d in sorted(docs, key=lambda d: d["metadata"].get("finished", ""), reverse=True):
+        diff = compatible(newest, d)
+        if diff:
+            skipped.append((d["_path"], "checked metadata differ: %s" % ", ".join(diff)))
+            continue
+        if d["experiment"] in chosen:
+            continue
+        chosen[d["experiment"]] = d
+    return chosen, skipped

@@ -1,0 +1,254 @@
+"""A benchmark session: the modes it has set up, the local references of the
+workloads (footprint, expected check, local metric), and the run records."""
+
+import json
+import math
+import os
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+
+from . import sysenv
+from .modes import make_mode
+from .sysenv import Refused, log
+from .workloads import WORKLOADS
+
+MIB = 1 << 20
+PAGE = 4096
+
+
+class Session:
+    def __init__(self, args, experiment):
+        self.args = args
+        self.build = os.path.abspath(args.build)
+        self.experiment = experiment
+        self.workdir = tempfile.mkdtemp(prefix="%s-" % sysenv.TAG, dir="/var/tmp")
+        sysenv.UNDO.push("workdir %s" % self.workdir, lambda: shutil.rmtree(self.workdir, ignore_errors=True))
+        self.modes = {}
+        self.refused = {}
+        self.refs = {}
+        self.records = []
+        self.workloads = {}
+        self.done = 0
+        self.planned = 0
+        self.t_start = time.monotonic()
+        self.pool = None
+        self.swap = None
+        self.meta = sysenv.metadata(self.build, {k: v for k, v in vars(args).items() if k != "func"})
+
+    # ---------------------------------------------------------------- set-up
+    def size_of(self, name):
+        return self.args.size or self.args.sizes.get(name)
+
+    def workload(self, name, size=None):
+        size = size or self.size_of(name)
+        key = (name, size)
+        if key not in self.workloads:
+            w = WORKLOADS[name](size, self.build, self.workdir)
+            why = w.precondition()
+            if why:
+                raise Refused(why)
+            w.prepare()
+            self.workloads[key] = w
+        return self.workloads[key]
+
+    def provision(self, max_footprint, kmax=1):
+        """Pool and swap sizes for everything this session will run."""
+        need = int(max_footprint * kmax * 1.3) + 128 * MIB
+        self.pool = max(256 * MIB, -(-need // (64 * MIB)) * 64 * MIB)
+        self.swap = max(1024 * MIB, -(-int(max_footprint * kmax * 1.5) // MIB) * MIB)
+
+    def mode(self, name):
+        """The mode, set up on first use; raises Refused with the reason."""
+        if name in self.refused:
+            raise Refused(self.refused[name])
+        if name in self.modes:
+            return self.modes[name]
+        m = make_mode(name, self.build)
+        why = m.precondition(self.pool, self.swap)
+        if why:
+            self.refused[name] = why
+            log("mode %s refused: %s" % (name, why))
+            raise Refused(why)
+        try:
+            m.setup(self.workdir, self.pool, self.swap)
+        except Exception as e:
+            m.teardown()
+            self.refused[name] = "set-up failed: %s" % e
+            log("mode %s refused: set-up failed: %s" % (name, e))
+            raise Refused(self.refused[name])
+        sysenv.UNDO.push("mode %s" % name, m.teardown)
+        self.modes[name] = m
+        return m
+
+    def close(self):
+        sysenv.UNDO.run_all()
+
+    # ---------------------------------------------------------------- running
+    def progress(self, msg):
+        self.done += 1
+        el = time.monotonic() - self.t_start
+        eta = ""
+        if self.planned > self.done and self.done:
+            eta = " | ~%d min left" % math.ceil(el / self.done * (self.planned - self.done) / 60)
+        log("[%d/%d %s%s] %s" % (self.done, self.planned, fmt_dur(el), eta, msg))
+
+    def reference(self, name, size=None):
+        """Local runs of a workload (the denominator and the expected check);
+        runs --runs times on first use."""
+        w = self.workload(name, size)
+        key = (name, w.size)
+        if key in self.refs:
+            return self.refs[key]
+        recs = []
+        self.planned += self.args.runs
+        for rep in range(self.args.runs):
+            recs.append(self.run(name, "local", None, rep, size=w.size, tag_extra="ref", extra={"reference": True}))
+        good = [r for r in recs if r["ok"]]
+        if not good:
+            raise RuntimeError("%s does not run locally: %s" % (name, recs[0].get("error") or recs[0].get("rc")))
+        checks = {r["check"] for r in good}
+        if len(checks) != 1:
+            raise RuntimeError("%s gives different results on local runs: %s" % (name, checks))
+        fp = max(r["footprint_kib"] for r in good) * 1024
+        ref = {"check": checks.pop(), "footprint_bytes": fp,
+               "metric": statistics.median(r[w.metric] for r in good)}
+        self.refs[key] = ref
+        for r in recs:
+            r["verified"] = r["ok"] and r["check"] == ref["check"]
+        log("%s: local footprint %d MiB, %s %.3g (median of %d)" % (name, fp >> 20, w.metric, ref["metric"],
+                                                                     len(good)))
+        return ref
+
+    def limit_for(self, name, fraction, size=None):
+        fp = self.reference(name, size)["footprint_bytes"]
+        return int(fp * fraction / 100) // PAGE * PAGE
+
+    def run(self, name, mode_name, fraction, rep, k=1, comex_opts=None, comex_local_mem=None, size=None,
+            tag_extra="", extra=None):
+        """Runs workload `name` in a mode at `fraction` % of its local
+        footprint (k instances at once, each in its own cgroup with that
+        limit); returns the record (also appended to self.records)."""
+        w = self.workload(name, size)
+        rec = {"experiment": self.experiment, "workload": name, "size_mib": w.size, "mode": mode_name,
+               "fraction": fraction, "rep": rep, "k": k, "comex_opts": list(comex_opts or []),
+               "load_before": sysenv.loadavg()}
+        if extra:
+            rec.update(extra)
+        ref = self.refs.get((name, w.size))
+        limit = None
+        if mode_name != "local" and fraction is not None:
+            limit = self.limit_for(name, fraction, size)
+            ref = self.refs[(name, w.size)]
+        rec["limit_bytes"] = limit
+        try:
+            m = self.mode(mode_name)
+        except Refused as e:
+            rec.update(ok=False, verified=False, refused=str(e))
+            self.records.append(rec)
+            self.progress("%s %s: refused: %s" % (name, mode_name, e))
+            return rec
+        timeout = self.args.timeout
+        if ref and not w.higher_is_better:
+            timeout = min(timeout, max(self.args.min_timeout, ref["metric"] * self.args.timeout_factor))
+        rec["timeout_s"] = timeout
+        vm0 = sysenv.vmstat()
+        cpu0 = sysenv.cpu_times()
+        ctx = None
+        results = [None] * k
+        tag = "%s-%s-%s-%s-%d%s" % (name, mode_name, fraction, k, rep, tag_extra)
+        try:
+            ctx = m.begin(limit, k, comex_opts, comex_local_mem)
+            stats = [os.path.join(self.workdir, "%s-%d.stats.json" % (tag, i)) if m.comex else None
+                     for i in range(k)]
+            for s in stats:
+                if s and os.path.exists(s):
+                    os.unlink(s)
+
+            def one(i):
+                try:
+                    results[i] = w.run(ctx, i, stats[i], timeout, "%s-%d" % (tag, i))
+                except Exception as e:  # noqa
+                    results[i] = {"rc": -1000, "error": "harness: %s" % e}
+            if k == 1:
+                one(0)
+            else:
+                th = [threading.Thread(target=one, args=(i,)) for i in range(k)]
+                for t in th:
+                    t.start()
+                for t in th:
+                    t.join()
+            rec["cgroups"] = [c.stats() for c in ctx.cgroups]
+            rec["mode_info"] = ctx.info
+            for i, s in enumerate(stats):
+                if s and os.path.exists(s):
+                    try:
+                        results[i]["comex_stats"] = json.load(open(s))
+                    except (OSError, ValueError) as e:
+                        results[i]["comex_stats_error"] = str(e)
+        except Refused as e:
+            rec.update(ok=False, verified=False, refused=str(e))
+            self.records.append(rec)
+            self.progress("%s %s: refused: %s" % (name, mode_name, e))
+            return rec
+        finally:
+            if ctx is not None:
+                m.end(ctx)
+        vm1 = sysenv.vmstat()
+        cpu1 = sysenv.cpu_times()
+        rec["vmstat_delta"] = {k2: vm1.get(k2, 0) - vm0.get(k2, 0) for k2 in vm1}
+        tot = cpu1[0] - cpu0[0]
+        rec["cpu_busy_pct"] = round(100.0 * (1 - (cpu1[1] - cpu0[1]) / tot), 1) if tot else None
+        rec["steal_pct"] = round(100.0 * (cpu1[2] - cpu0[2]) / tot, 1) if tot else None
+        rec["load_after"] = sysenv.loadavg()
+        rec["instances"] = results
+        for r in results:
+            r.pop("tail", None)
+        ok = all(r and r.get("rc") == 0 and not r.get("timed_out") and "error" not in r for r in results)
+        rec["ok"] = ok
+        if ok:
+            # the record's own metrics: the mean over the k instances
+            for key in (w.metric, "time_s", "get_rps", "set_rps", "get_p50_ms", "get_p99_ms", "set_p50_ms",
+                        "set_p99_ms", "access_s", "footprint_kib"):
+                vals = [r[key] for r in results if key in r and r[key] is not None]
+                if vals:
+                    rec[key] = sum(vals) / len(vals) if key != "footprint_kib" else max(vals)
+            rec["check"] = results[0]["check"]
+            checks = {r["check"] for r in results}
+            rec["verified"] = bool(ref) and checks == {ref["check"]}
+        else:
+            rec["verified"] = False
+            bad = [r for r in results if not (r and r.get("rc") == 0 and "error" not in r)] or results
+            rec["error"] = (bad[0] or {}).get("error") or ("timed out after %ds" % timeout if bad[0].get("timed_out")
+                                                            else "exit status %s" % bad[0].get("rc"))
+            errf = os.path.join(self.workdir, "%s-0.err" % tag)
+            rec["stderr_tail"] = (sysenv.read(errf, "") or "")[-800:]
+            oom = sum(c.get("oom_kills", 0) for c in rec.get("cgroups", []))
+            if oom:
+                rec["error"] += " (cgroup OOM kills: %d)" % oom
+        self.records.append(rec)
+        desc = "%s %s%s%s rep %d" % (name, mode_name, " %d%%" % fraction if fraction else "",
+                                     " k=%d" % k if k > 1 else "", rep + 1)
+        if comex_opts:
+            desc += " " + " ".join(comex_opts)
+        if ok:
+            v = rec[w.metric]
+            rel = ""
+            if ref:
+                rel = " (%.2fx local)" % ((ref["metric"] / v) if w.higher_is_better else (v / ref["metric"]))
+            self.progress("%s: %s %.3g%s %s" % (desc, w.metric, v, rel,
+                                                "verified" if rec["verified"] or not ref else "OUTPUT DIFFERS"))
+            if ref and not rec["verified"]:
+                log("  !! %s: check %r != local %r" % (desc, rec["check"], ref["check"]))
+        else:
+            self.progress("%s: FAILED: %s" % (desc, rec["error"]))
+            if rec.get("stderr_tail"):
+                log("  stderr: " + rec["stderr_tail"].strip().replace("\n", "\n  stderr: ")[-600:])
+        return rec
+
+
+def fmt_dur(s):
+    s = int(s)
+    return "%d:%02d" % (s // 60, s % 60) if s < 3600 else "%d:%02d:%02d" % (s // 3600, s % 3600 // 60, s % 60)

@@ -1,0 +1,708 @@
+"""Machine set-up the harness owns: cgroups, swap files, zram devices,
+network namespaces, memnode processes, and the undo stack that restores the
+machine on exit, on failure and on Ctrl-C.
+
+Every resource is named with the prefix `comex-bench-<pid>` / `cxb<pid>` so
+that `python3 -m bench.harness cleanup` can find what a killed harness left
+behind (it only touches resources whose owner pid is no longer alive)."""
+
+import datetime
+import glob
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+PID = os.getpid()
+TAG = "comex-bench-%d" % PID
+NS_TAG = "cxb%d" % PID
+
+
+class Refused(Exception):
+    """A mode's precondition does not hold; the message says which."""
+
+
+def log(msg):
+    print("[%s] %s" % (time.strftime("%H:%M:%S"), msg), file=sys.stderr, flush=True)
+
+
+def sh(*argv, check=True, quiet=True, **kw):
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    if check and p.returncode != 0:
+        raise RuntimeError("%s failed (%d): %s" % (" ".join(map(str, argv)), p.returncode, p.stderr.strip()))
+    return p
+
+
+def write(path, value):
+    with open(path, "w") as f:
+        f.write(str(value))
+
+
+def read(path, default=None):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return default
+
+
+# ---------------------------------------------------------------- undo stack
+
+class Undo:
+    """LIFO stack of restore actions. run_all() is idempotent and is called
+    from finally blocks, atexit and the SIGTERM/SIGHUP handlers."""
+
+    def __init__(self):
+        self.stack = []
+
+    def push(self, what, fn):
+        self.stack.append((what, fn))
+        return len(self.stack) - 1
+
+    def pop_run(self, token):
+        """Runs (and removes) the action pushed with this token now."""
+        if token is None or token >= len(self.stack):
+            return
+        what, fn = self.stack[token]
+        self.stack[token] = (what, None)
+        if fn:
+            try:
+                fn()
+            except Exception as e:  # keep restoring the rest
+                log("cleanup: %s: %s" % (what, e))
+
+    def run_all(self):
+        while self.stack:
+            what, fn = self.stack.pop()
+            if fn is None:
+                continue
+            try:
+                fn()
+            except Exception as e:
+                log("cleanup: %s: %s" % (what, e))
+
+
+UNDO = Undo()
+
+
+def install_signal_handlers():
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt("signal %d" % signum)
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, on_signal)
+
+
+# ---------------------------------------------------------------- processes
+
+def kill_tree(p, grace=3.0):
+    """Stops a Popen we started (its own session) and everything in it."""
+    if p is None or p.poll() is not None:
+        return
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+    except OSError:
+        p.terminate()
+    try:
+        p.wait(grace)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            p.kill()
+        p.wait()
+
+
+# ---------------------------------------------------------------- metadata
+
+def git_rev():
+    rev = sh("git", "-C", str(ROOT), "rev-parse", "HEAD", check=False).stdout.strip() or "unknown"
+    dirty = sh("git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", check=False).stdout.strip()
+    return rev, bool(dirty)
+
+
+def loadavg():
+    return [float(x) for x in read("/proc/loadavg", "0 0 0").split()[:3]]
+
+
+def cpu_model():
+    for line in (read("/proc/cpuinfo", "") or "").splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def thp():
+    s = read("/sys/kernel/mm/transparent_hugepage/enabled", "")
+    m = re.search(r"\[(\w+)\]", s or "")
+    return m.group(1) if m else "unknown"
+
+
+def meminfo_kib(key):
+    for line in (read("/proc/meminfo", "") or "").splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def vmstat():
+    out = {}
+    for line in (read("/proc/vmstat", "") or "").splitlines():
+        k, v = line.split()
+        if k in ("pswpin", "pswpout", "pgmajfault", "pgfault"):
+            out[k] = int(v)
+    return out
+
+
+def cpu_times():
+    f = (read("/proc/stat", "") or "").splitlines()[0].split()[1:]
+    v = [int(x) for x in f]
+    idle = v[3] + v[4]
+    steal = v[7] if len(v) > 7 else 0
+    return sum(v), idle, steal
+
+
+def ucx_version():
+    p = sh("dpkg-query", "-W", "-f", "${Version}", "libucx-dev", check=False) if shutil.which("dpkg-query") else None
+    return (p.stdout.strip() if p and p.returncode == 0 else "") or "unknown"
+
+
+def metadata(build, options):
+    rev, dirty = git_rev()
+    return {
+        # checked: results whose checked metadata differ are never merged
+        "checked": {
+            "kernel": platform.release(),
+            "cpu": cpu_model(),
+            "cores": os.cpu_count(),
+            "mem_total_mib": meminfo_kib("MemTotal") // 1024,
+            "thp": thp(),
+            "git_rev": rev,
+            "cgroup": cgroup_version(),
+        },
+        "git_dirty": dirty,
+        "hostname": socket.gethostname(),
+        "python": platform.python_version(),
+        "ucx": ucx_version(),
+        "build": str(build),
+        "options": options,
+        "load_before": loadavg(),
+        "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+# ---------------------------------------------------------------- cgroups
+
+def cgroup_version():
+    mounts = read("/proc/mounts", "") or ""
+    for line in mounts.splitlines():
+        f = line.split()
+        if f[2] == "cgroup" and "memory" in f[3].split(","):
+            return "v1"
+    for line in mounts.splitlines():
+        f = line.split()
+        if f[2] == "cgroup2" and "memory" in (read(os.path.join(f[1], "cgroup.controllers"), "") or "").split():
+            return "v2"
+    return None
+
+
+def _v1_root():
+    for line in (read("/proc/mounts", "") or "").splitlines():
+        f = line.split()
+        if f[2] == "cgroup" and "memory" in f[3].split(","):
+            return f[1]
+    return None
+
+
+def _v2_root():
+    for line in (read("/proc/mounts", "") or "").splitlines():
+        f = line.split()
+        if f[2] == "cgroup2":
+            return f[1]
+    return None
+
+
+def _own_cgroup(v):
+    for line in (read("/proc/self/cgroup", "") or "").splitlines():
+        hid, ctrls, path = line.split(":", 2)
+        if v == "v1" and "memory" in ctrls.split(","):
+            return path
+        if v == "v2" and hid == "0":
+            return path
+    return "/"
+
+
+UNLIMITED = None
+
+
+class Cgroup:
+    """A memory cgroup for one run. limit None = no limit. swap False keeps
+    the kernel from swapping the group's memory (v1: swappiness 0 and the
+    memory+swap limit equal to the limit; v2: memory.swap.max 0)."""
+    seq = 0
+
+    def __init__(self, limit, swap, name=None):
+        self.v = cgroup_version()
+        if not self.v:
+            raise Refused("no cgroup memory controller is mounted (v1 memory or v2 with the memory controller)")
+        if os.geteuid() != 0:
+            raise Refused("creating cgroups needs root")
+        Cgroup.seq += 1
+        leaf = "%s-%s" % (TAG, name or Cgroup.seq)
+        if self.v == "v1":
+            base = _v1_root() + _own_cgroup("v1")
+            self.path = os.path.join(base, leaf)
+        else:
+            root = _v2_root()
+            own = root + _own_cgroup("v2")
+            # v2: a group with processes cannot enable controllers for its children
+            # ("no internal processes"); use our group when it delegates memory, else the root
+            if "memory" in (read(os.path.join(own, "cgroup.subtree_control"), "") or "").split():
+                base = own
+            else:
+                base = root
+                if "memory" not in (read(os.path.join(root, "cgroup.subtree_control"), "") or "").split():
+                    write(os.path.join(root, "cgroup.subtree_control"), "+memory")
+            self.path = os.path.join(base, leaf)
+        os.mkdir(self.path)
+        self.undo = UNDO.push("cgroup %s" % self.path, self._remove)
+        self.limit = limit
+        self.swap = swap
+        if self.v == "v1":
+            if limit is not None:
+                write(self.f("memory.limit_in_bytes"), limit)
+                if not swap:
+                    write(self.f("memory.swappiness"), 0)
+                    if os.path.exists(self.f("memory.memsw.limit_in_bytes")):
+                        write(self.f("memory.memsw.limit_in_bytes"), limit)
+                else:
+                    write(self.f("memory.swappiness"), 60)
+        else:
+            if limit is not None:
+                write(self.f("memory.max"), limit)
+                if os.path.exists(self.f("memory.swap.max")):
+                    write(self.f("memory.swap.max"), "max" if swap else 0)
+
+    def f(self, name):
+        return os.path.join(self.path, name)
+
+    def procs(self):
+        txt = read(self.f("cgroup.procs"), "") or ""
+        return [int(x) for x in txt.split()]
+
+    def enter_fn(self):
+        """preexec_fn moving the child into this cgroup before it execs."""
+        path = self.f("cgroup.procs")
+
+        def enter():
+            with open(path, "w") as fh:
+                fh.write(str(os.getpid()))
+        return enter
+
+    def peak(self):
+        if self.v == "v1":
+            v = read(self.f("memory.max_usage_in_bytes"))
+        else:
+            v = read(self.f("memory.peak"))
+        return int(v) if v and v.isdigit() else None
+
+    def stats(self):
+        out = {"peak_bytes": self.peak()}
+        if self.v == "v1":
+            out["failcnt"] = int(read(self.f("memory.failcnt"), "0"))
+            oc = read(self.f("memory.oom_control"), "") or ""
+            m = re.search(r"oom_kill (\d+)", oc)
+            out["oom_kills"] = int(m.group(1)) if m else 0
+            st = read(self.f("memory.stat"), "") or ""
+            for line in st.splitlines():
+                k, v = line.split()
+                if k in ("total_pgmajfault", "total_swap", "total_rss", "total_cache"):
+                    out[k] = int(v)
+        else:
+            ev = read(self.f("memory.events"), "") or ""
+            for line in ev.splitlines():
+                k, v = line.split()
+                if k in ("oom_kill", "max"):
+                    out["oom_kills" if k == "oom_kill" else "limit_hits"] = int(v)
+            st = read(self.f("memory.stat"), "") or ""
+            for line in st.splitlines():
+                k, v = line.split()
+                if k in ("pgmajfault", "anon", "file"):
+                    out[k] = int(v)
+        return out
+
+    def _remove(self):
+        if not os.path.isdir(self.path):
+            return
+        # only our children can be in it; they should be gone, but make sure
+        for _ in range(50):
+            pids = self.procs()
+            if not pids:
+                break
+            for p in pids:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.1)
+        for _ in range(50):
+            try:
+                os.rmdir(self.path)
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError("could not remove %s" % self.path)
+
+    def remove(self):
+        UNDO.pop_run(self.undo)
+
+
+def cgroup_precondition():
+    if os.geteuid() != 0:
+        return "not root: cgroups, swap and network namespaces need root"
+    v = cgroup_version()
+    if not v:
+        return "no cgroup memory controller is mounted (needs v1 'memory' or v2 with 'memory' in cgroup.controllers)"
+    try:
+        c = Cgroup(64 << 20, swap=False, name="probe")
+        c.remove()
+    except (OSError, RuntimeError) as e:
+        return "cannot create a memory cgroup: %s" % e
+    return None
+
+
+def active_swaps():
+    lines = (read("/proc/swaps", "") or "").splitlines()[1:]
+    return [l.split()[0] for l in lines if l.strip()]
+
+
+# ---------------------------------------------------------------- swap devices
+
+def _swapon(dev, prio=10):
+    sh("swapon", "-p", str(prio), dev)
+
+
+def _swapoff(dev):
+    if dev in active_swaps() or os.path.realpath(dev) in active_swaps():
+        sh("swapoff", dev)
+
+
+class SwapFile:
+    """A swap file on the local disk (created once, enabled per run)."""
+
+    def __init__(self, size, directory="/var/tmp"):
+        self.path = os.path.join(directory, "%s.swap" % TAG)
+        self.size = size
+        self.on = False
+
+    def precondition(self):
+        if os.geteuid() != 0:
+            return "swapon needs root"
+        for tool in ("mkswap", "swapon", "swapoff"):
+            if not shutil.which(tool):
+                return "%s is not installed" % tool
+        st = os.statvfs(os.path.dirname(self.path))
+        if st.f_bavail * st.f_frsize < self.size + (1 << 30):
+            return "not enough free disk in %s for a %d MiB swap file" % (os.path.dirname(self.path), self.size >> 20)
+        return None
+
+    def create(self):
+        log("swap-disk: creating a %d MiB swap file %s" % (self.size >> 20, self.path))
+        UNDO.push("swap file %s" % self.path, self.destroy)
+        # written, not fallocated: swapon rejects files with holes or unwritten extents on some filesystems
+        with open(self.path, "wb") as f:
+            os.chmod(self.path, 0o600)
+            chunk = b"\0" * (8 << 20)
+            left = self.size
+            while left > 0:
+                n = min(left, len(chunk))
+                f.write(chunk[:n])
+                left -= n
+            f.flush()
+            os.fsync(f.fileno())
+        sh("mkswap", self.path)
+
+    def enable(self):
+        _swapon(self.path)
+        self.on = True
+
+    def disable(self):
+        if self.on:
+            _swapoff(self.path)
+            self.on = False
+
+    def destroy(self):
+        self.disable()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+class Zram:
+    """A zram swap device: a fresh one from /sys/class/zram-control/hot_add
+    when possible, else an unused existing /dev/zramN (disksize 0)."""
+
+    def __init__(self, size):
+        self.size = size
+        self.dev = None
+        self.hot = False
+        self.on = False
+
+    def precondition(self):
+        if os.geteuid() != 0:
+            return "zram set-up needs root"
+        for tool in ("mkswap", "swapon", "swapoff"):
+            if not shutil.which(tool):
+                return "%s is not installed" % tool
+        if os.path.exists("/sys/class/zram-control/hot_add"):
+            return None
+        free = [d for d in glob.glob("/sys/block/zram*") if read(d + "/disksize") == "0"]
+        if free:
+            return None
+        if not glob.glob("/sys/block/zram*"):
+            return ("no zram device: the zram module is not loaded (/sys/class/zram-control and /sys/block/zram* "
+                    "are missing) and modprobe is not available to load it")
+        return "every zram device is in use (disksize set) and /sys/class/zram-control/hot_add is missing"
+
+    def create(self):
+        if os.path.exists("/sys/class/zram-control/hot_add"):
+            n = int(read("/sys/class/zram-control/hot_add"))
+            self.hot = True
+        else:
+            free = sorted(d for d in glob.glob("/sys/block/zram*") if read(d + "/disksize") == "0")
+            n = int(free[0].rsplit("zram", 1)[1])
+        self.dev = "/dev/zram%d" % n
+        self.sys = "/sys/block/zram%d" % n
+        self.mark = "/var/tmp/%s.zram" % TAG   # lets `cleanup` reset it after a SIGKILL
+        write(self.mark, "%d %d" % (n, int(self.hot)))
+        UNDO.push("zram %s" % self.dev, self.destroy)
+        for _ in range(50):
+            if os.path.exists(self.dev):
+                break
+            time.sleep(0.1)
+        algs = read(self.sys + "/comp_algorithm", "") or ""
+        self.alg = "lz4" if re.search(r"\blz4\b", algs) else re.search(r"\[(\S+)\]", algs).group(1)
+        write(self.sys + "/comp_algorithm", self.alg)
+        write(self.sys + "/disksize", self.size)
+        sh("mkswap", self.dev)
+        log("zram: %s, %d MiB, %s" % (self.dev, self.size >> 20, self.alg))
+
+    def enable(self):
+        _swapon(self.dev, prio=100)
+        self.on = True
+
+    def disable(self):
+        if self.on:
+            _swapoff(self.dev)
+            self.on = False
+
+    def mm_stat(self):
+        f = (read(self.sys + "/mm_stat", "") or "").split()
+        if len(f) >= 3:
+            return {"orig_data_bytes": int(f[0]), "compr_data_bytes": int(f[1]), "mem_used_bytes": int(f[2])}
+        return {}
+
+    def destroy(self):
+        if not self.dev:
+            return
+        self.disable()
+        write(self.sys + "/reset", 1)
+        if self.hot:
+            n = self.dev.rsplit("zram", 1)[1]
+            write("/sys/class/zram-control/hot_remove", n)
+        self.dev = None
+        try:
+            os.unlink(self.mark)
+        except FileNotFoundError:
+            pass
+
+
+# ---------------------------------------------------------------- network namespaces
+
+class NetNs:
+    """One memnode host: a network namespace whose veth pair joins a bridge
+    on the compute side (one bridge per rate, like a switch port per host);
+    both ends of every veth are shaped with tbf to rate_gbit, so writes
+    (host -> memnode) and reads (memnode -> host) each cross a shaped link.
+    All hosts of a bridge share one subnet, so UCX's TCP transport sees one
+    device on each side (the bridge, the namespace's veth)."""
+
+    def __init__(self, idx, rate_gbit):
+        self.idx = idx
+        self.rate = rate_gbit
+        self.name = "%s-%d" % (NS_TAG, idx)
+        self.bridge = "%sb%d" % (NS_TAG, rate_gbit)   # <= 15 chars
+        self.host_if = "%sh%d" % (NS_TAG, idx)
+        self.ns_if = "%sn%d" % (NS_TAG, idx)
+        sub = (PID % 200) + 20
+        self.host_ip = "10.%d.%d.1" % (sub, rate_gbit)
+        self.ns_ip = "10.%d.%d.%d" % (sub, rate_gbit, 10 + idx % 10)
+
+    @staticmethod
+    def precondition():
+        if os.geteuid() != 0:
+            return "network namespaces need root"
+        for tool in ("ip", "tc"):
+            if not shutil.which(tool):
+                return "%s (iproute2) is not installed" % tool
+        return None
+
+    def create(self):
+        UNDO.push("netns %s" % self.name, self.destroy)
+        if not os.path.exists("/sys/class/net/%s" % self.bridge):
+            UNDO.push("bridge %s" % self.bridge, lambda: sh("ip", "link", "del", self.bridge, check=False))
+            sh("ip", "link", "add", self.bridge, "type", "bridge")
+            sh("ip", "addr", "add", self.host_ip + "/24", "dev", self.bridge)
+            sh("ip", "link", "set", self.bridge, "up")
+        sh("ip", "netns", "add", self.name)
+        sh("ip", "link", "add", self.host_if, "type", "veth", "peer", "name", self.ns_if)
+        sh("ip", "link", "set", self.ns_if, "netns", self.name)
+        sh("ip", "link", "set", self.host_if, "master", self.bridge)
+        sh("ip", "link", "set", self.host_if, "up")
+        sh("ip", "-n", self.name, "addr", "add", self.ns_ip + "/24", "dev", self.ns_if)
+        sh("ip", "-n", self.name, "link", "set", self.ns_if, "up")
+        sh("ip", "-n", self.name, "link", "set", "lo", "up")
+        # tbf: rate, a burst of ~2 ms at that rate (>= one 64 KiB GSO packet), 10 ms of queue
+        burst = max(256 * 1024, int(self.rate * 1e9 / 8 * 0.002))
+        for ns in (None, self.name):
+            dev = self.host_if if ns is None else self.ns_if
+            pre = ["ip", "netns", "exec", ns] if ns else []
+            sh(*pre, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", "%dgbit" % self.rate,
+               "burst", str(burst), "latency", "10ms")
+
+    def destroy(self):
+        sh("ip", "link", "del", self.host_if, check=False)
+        sh("ip", "netns", "del", self.name, check=False)
+
+    def describe(self):
+        q = sh("tc", "qdisc", "show", "dev", self.host_if, check=False).stdout.strip()
+        return {"netns": self.name, "bridge": self.bridge, "host_if": self.host_if, "ns_if": self.ns_if,
+                "host_ip": self.host_ip, "ns_ip": self.ns_ip, "rate_gbit": self.rate, "qdisc": q}
+
+
+# ---------------------------------------------------------------- memnodes
+
+class Memnode:
+    """A `comex memnode` process outside the benchmark cgroup, optionally in a
+    network namespace; UCX restricted to TCP on the given device."""
+
+    def __init__(self, comex, token, pool, logdir, netns=None, name="mn"):
+        self.comex = comex
+        self.token = token
+        self.pool = pool
+        self.netns = netns
+        self.log = os.path.join(logdir, "%s.log" % name)
+        self.p = None
+        self.addr = None
+        self.polling = None
+
+    def start(self, timeout=30):
+        env = dict(os.environ)
+        if self.netns:
+            host = self.netns.ns_ip
+            env["UCX_TLS"] = "tcp"
+            env["UCX_NET_DEVICES"] = self.netns.ns_if
+            argv = ["ip", "netns", "exec", self.netns.name]
+        else:
+            host = "127.0.0.1"
+            argv = []
+        argv += [str(self.comex), "memnode", "--listen", "%s:0" % host, "--pool", "%dM" % (self.pool >> 20),
+                 "--token-file", self.token]
+        fh = open(self.log, "w")
+        self.p = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        fh.close()
+        self.undo = UNDO.push("memnode %d" % self.p.pid, self.stop)
+        t0 = time.time()
+        while time.time() - t0 < timeout:
+            txt = read(self.log, "") or ""
+            m = re.search(r"serving \d+ MiB on port (\d+)", txt)
+            if m:
+                self.addr = "%s:%s" % (host, m.group(1))
+                self.polling = "busy-polling on core" in txt
+                return self.addr
+            if self.p.poll() is not None:
+                break
+            time.sleep(0.05)
+        txt = read(self.log, "")
+        self.stop()
+        raise RuntimeError("memnode did not start: %s" % (txt or "").strip()[-500:])
+
+    def alive(self):
+        return self.p is not None and self.p.poll() is None
+
+    def stop(self):
+        kill_tree(self.p)
+
+    def close(self):
+        UNDO.pop_run(self.undo)
+
+
+# ---------------------------------------------------------------- leftovers
+
+def cleanup_leftovers():
+    """Removes what a harness killed with SIGKILL left behind: resources named
+    after a pid that is no longer alive."""
+    def dead(pid):
+        try:
+            os.kill(pid, 0)
+            return False
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+    n = 0
+    for dev in active_swaps():
+        m = re.search(r"comex-bench-(\d+)\.swap$", dev)
+        if m and dead(int(m.group(1))):
+            sh("swapoff", dev, check=False)
+    for f in glob.glob("/var/tmp/comex-bench-*.swap"):
+        m = re.search(r"comex-bench-(\d+)\.swap$", f)
+        if m and dead(int(m.group(1))):
+            os.unlink(f)
+            n += 1
+            log("removed %s" % f)
+    for ns in sh("ip", "netns", "list", check=False).stdout.split("\n"):
+        m = re.match(r"(cxb(\d+)-\d+)", ns.strip())
+        if m and dead(int(m.group(2))):
+            idx = m.group(1).rsplit("-", 1)[1]
+            sh("ip", "link", "del", "cxb%sh%s" % (m.group(2), idx), check=False)
+            sh("ip", "netns", "del", m.group(1), check=False)
+            for rate in (10, 25):
+                sh("ip", "link", "del", "cxb%sb%d" % (m.group(2), rate), check=False)
+            n += 1
+            log("removed netns %s" % m.group(1))
+    for f in glob.glob("/var/tmp/comex-bench-*.zram"):
+        m = re.search(r"comex-bench-(\d+)\.zram$", f)
+        if m and dead(int(m.group(1))):
+            n_dev, hot = (read(f) or "0 0").split()
+            sh("swapoff", "/dev/zram" + n_dev, check=False)
+            write("/sys/block/zram%s/reset" % n_dev, 1)
+            if hot == "1":
+                write("/sys/class/zram-control/hot_remove", n_dev)
+            os.unlink(f)
+            n += 1
+            log("reset /dev/zram%s" % n_dev)
+    roots = []
+    if _v1_root():
+        roots.append(_v1_root())
+    if _v2_root():
+        roots.append(_v2_root())
+    for r in roots:
+        for d in glob.glob(os.path.join(r, "**", "comex-bench-*"), recursive=True):
+            m = re.search(r"comex-bench-(\d+)-", os.path.basename(d))
+            if m and dead(int(m.group(1))) and os.path.isdir(d):
+                try:
+                    os.rmdir(d)
+                    n += 1
+                    log("removed cgroup %s" % d)
+                except OSError as e:
+                    log("cannot remove %s: %s" % (d, e))
+    log("cleanup: %d leftovers removed" % n)
