@@ -43,6 +43,10 @@
 
 enum { FORK_PREPARE, FORK_PARENT, FORK_CHILD };
 
+/* Remote runs remembered to tell a stream from scattered faults: a few, so
+ * that several threads (or interleaved arrays) each keep their stream. */
+#define STREAM_RUNS 8
+
 static struct pager {
 	pthread_mutex_t lock;
 	struct pager_config c;
@@ -62,6 +66,8 @@ static struct pager {
 	uint64_t busy_since;          /* ns; 0 when idle (atomic) */
 	uintptr_t busy_addr;
 	char *scratch;                /* MAX_BATCH pages for eviction copies */
+	uint64_t run_lo[STREAM_RUNS], run_hi[STREAM_RUNS]; /* recent remote runs, a ring */
+	unsigned run_next;
 } P = { .lock = PTHREAD_MUTEX_INITIALIZER, .memfd = -1 };
 
 static uint64_t now_ns(void)
@@ -424,36 +430,62 @@ static void install_remote(uint64_t idx, const void *src, bool write, unsigned n
 	}
 }
 
-/* A read-buffer miss: fetch the run; with prefetch-map the whole run is
- * mapped at once (its neighbours will not fault), else only idx is and the
- * rest wait in the read buffer for their own faults. */
+/* True when idx is within a prefetch window of a recently fetched run: the
+ * program walks through memory, so the neighbours of this fault are likely
+ * needed soon. Records the window either way. */
+static bool continues_stream(uint64_t idx)
+{
+	uint64_t w = P.c.prefetch, wlo = idx - idx % w;
+	bool hit = false;
+
+	for (unsigned i = 0; i < STREAM_RUNS && !hit; i++)
+		hit = P.run_hi[i] && idx + w >= P.run_lo[i] && idx < P.run_hi[i] + w;
+	P.run_lo[P.run_next] = wlo;
+	P.run_hi[P.run_next] = wlo + w;
+	P.run_next = (P.run_next + 1) % STREAM_RUNS;
+	return hit;
+}
+
+/* Maps [a, b) from base clean (write-protected, frames kept); a failure
+ * (-EAGAIN while the address space changes) leaves the pages in the read
+ * buffer, where their own faults find them. */
+static void map_neighbours(uint64_t a, uint64_t b, const char *base)
+{
+	if (a == b || uffd_copy(P.c.uffd, page_addr(a), base + (a << PAGE_SHIFT), (b - a) << PAGE_SHIFT, 1))
+		return;
+	for (uint64_t i = a; i < b; i++) {
+		became_resident(i, PTE_CLEAN, pte_node(P.pt[i]), pte_pfn(P.pt[i]));
+		rbuf_drop(P.rb, i);
+	}
+	STAT_ADD(P.c.stats, pages_prefetch_mapped, b - a);
+}
+
+/* A read-buffer miss. With prefetch-map, a fault that continues a stream
+ * (or any fault, without prefetch-stream) fetches its run and maps the
+ * neighbours at once, clean, so they never fault; a scattered fault reads
+ * just its page: 4 KiB instead of 64, and no neighbours that would push
+ * useful pages out. Without prefetch-map (COMEX) the run lands in the read
+ * buffer and the neighbours wait there for their own faults. idx itself is
+ * mapped writable on a write fault (its frame released), its neighbours
+ * never are: they were not written. */
 static void fetch_and_map(uint64_t idx, bool write)
 {
-	uint64_t lo, hi;
+	bool map_all = P.c.prefetch_map && (!P.c.prefetch_stream || continues_stream(idx));
+	unsigned node = pte_node(P.pt[idx]);
+	uint32_t pfn = pte_pfn(P.pt[idx]);
+	uint64_t lo = idx, hi = idx + 1;
 	char *base;
 
-	run_bounds(idx, &lo, &hi);
-	if (!P.c.prefetch_map) {
-		base = fetch(idx, lo, hi);
-		install_remote(idx, base + (idx << PAGE_SHIFT), write, pte_node(P.pt[idx]), pte_pfn(P.pt[idx]));
-		return;
+	if (map_all || !P.c.prefetch_map) {
+		make_room(map_all ? P.c.prefetch : 1);
+		run_bounds(idx, &lo, &hi);
 	}
-	make_room(hi - lo);
-	run_bounds(idx, &lo, &hi);
 	base = fetch(idx, lo, hi);
-	if (uffd_copy(P.c.uffd, page_addr(lo), base + (lo << PAGE_SHIFT), (hi - lo) << PAGE_SHIFT, !write)) {
-		install_remote(idx, base + (idx << PAGE_SHIFT), write, pte_node(P.pt[idx]), pte_pfn(P.pt[idx]));
-		return; /* a neighbour was mapped meanwhile: map just the faulting page */
-	}
-	for (uint64_t i = lo; i < hi; i++) {
-		pte_t e = P.pt[i];
-
-		became_resident(i, write ? PTE_DIRTY : PTE_CLEAN, pte_node(e), pte_pfn(e));
-		rbuf_drop(P.rb, i);
-		if (write)
-			release_frame(pte_node(e), pte_pfn(e));
-	}
-	STAT_ADD(P.c.stats, pages_prefetch_mapped, hi - lo - 1);
+	install_remote(idx, base + (idx << PAGE_SHIFT), write, node, pfn);
+	if (!map_all || !pte_resident(P.pt[idx]))
+		return;
+	map_neighbours(lo, idx, base);
+	map_neighbours(idx + 1, hi, base);
 }
 
 static void fault_missing(uint64_t idx, bool write)

@@ -181,6 +181,7 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 		.zero_window = (uint32_t)opt_num(&opts, OPT_ZERO_WINDOW),
 		.clock = !strcmp(policy, "clock"),
 		.prefetch_map = opt_num(&opts, OPT_PREFETCH_MAP),
+		.prefetch_stream = opt_num(&opts, OPT_PREFETCH_STREAM),
 		.spin_ns = opt_num(&opts, OPT_HANDLER_SPIN),
 		.wedge_after = wedge ? strtoull(wedge, NULL, 10) : 0,
 		.uffd = uffd, .client = cl, .stats = stats,

@@ -280,7 +280,26 @@ static int start_embedded(const struct options *o, struct embedded *e, char *add
 	return wait_port(e, addr, cap);
 }
 
-static void stop_embedded(struct embedded *e)
+/* Copies the end of the embedded memnode's log to stderr: when the program
+ * failed, what the memnode saw is half of the story. */
+static void show_log_tail(const char *path)
+{
+	char buf[2048];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	off_t end = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
+	ssize_t n;
+
+	if (end > 0 && lseek(fd, end > (off_t)sizeof(buf) ? end - (off_t)sizeof(buf) : 0, SEEK_SET) >= 0 &&
+	    (n = read(fd, buf, sizeof(buf))) > 0) {
+		log_info("the embedded memnode's last log lines:");
+		if (write(2, buf, (size_t)n) < 0)
+			n = 0;
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+static void stop_embedded(struct embedded *e, bool failed)
 {
 	char path[128];
 
@@ -293,6 +312,8 @@ static void stop_embedded(struct embedded *e)
 	snprintf(path, sizeof(path), "%s/token", e->dir);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/memnode.log", e->dir);
+	if (failed)
+		show_log_tail(path);
 	unlink(path);
 	rmdir(e->dir);
 }
@@ -407,7 +428,7 @@ int run_main(struct options *o, int argc, char **argv)
 	}
 	rc = run_program(path, argv);
 stop_memnode:
-	stop_embedded(&e);
+	stop_embedded(&e, rc != 0);
 	return rc;
 }
 
