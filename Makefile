@@ -4,7 +4,7 @@ SAN_BUILD  ?= build-san
 PREFIX     ?= /usr/local
 CMAKE_GEN  := -G Ninja
 
-.PHONY: all deps build test test-fast test-san demo install bench clean
+.PHONY: all deps build test test-fast test-san demo install bench bench-eval bench-smoke clean
 
 all: build
 
@@ -34,6 +34,15 @@ install: build
 
 bench: build
 	python3 bench/transport.py --build $(BUILD)
+
+# The evaluation against swap-disk, zram and all-local (docs/BENCH.md, ~50 min, root):
+# JSON in bench/results, plots in docs/img, docs/RESULTS.md.
+bench-eval: build
+	bash bench/run_eval.sh $(BUILD)
+
+# Every mode once at a tiny size, outputs verified (also part of `make test`).
+bench-smoke: build
+	/usr/bin/python3 -m bench.harness smoke --quick --build $(BUILD) --no-save
 	python3 bench/pager.py --build $(BUILD)
 
 clean:

@@ -56,6 +56,8 @@ def parse(argv):
                                           "demo", "report", "cleanup"])
     p.add_argument("--build", default="build", help="build directory with comex, libcomex-rt.so, progs/, pager_bench")
     p.add_argument("--size", type=int, help="footprint in MiB of every workload (default: per workload, see --help)")
+    p.add_argument("--sweep-sizes", "--sizes", dest="size_map", type=lambda x: {k: int(v) for k, v in (i.split("=") for i in csv(x))},
+                   help="per-workload footprints in MiB, e.g. python=64,redis=48")
     p.add_argument("--runs", type=int, default=3, help="repetitions of every configuration (median, min, max)")
     p.add_argument("--quick", action="store_true", help="tiny sizes, 1 run, fewer points: a smoke run in minutes")
     p.add_argument("--workloads", type=csv, help="comma list (default: all): %s" % ",".join(ALL_WORKLOADS))
@@ -77,7 +79,8 @@ def parse(argv):
     p.add_argument("--no-save", action="store_true", help="do not write a result file (smoke tests)")
     p.add_argument("--sweep-workloads", type=csv, help="all: workloads of the sweep (default: --workloads)")
     a = p.parse_args(argv)
-    a.sizes = QUICK_SIZES if a.quick else FULL_SIZES
+    a.sizes = dict(QUICK_SIZES if a.quick else FULL_SIZES)
+    a.sizes.update(a.size_map or {})
     if a.quick and "--runs" not in " ".join(argv):
         a.runs = 1
     a.workloads = a.workloads or list(ALL_WORKLOADS)
@@ -142,32 +145,42 @@ def main(argv):
     if a.experiment in ("smoke", "demo"):
         from . import report
         print(report.demo_table(docs[-1]) if docs else "")
-        if a.experiment == "smoke" and docs:
-            bad = smoke_failures(docs[-1])
+        if a.experiment == "smoke" and docs and rc == 0:
+            bad, skipped, ran = smoke_failures(docs[-1])
+            for b in skipped:
+                print("SKIP: %s" % b)
+            for b in bad:
+                print("FAIL: %s" % b)
             if bad:
-                for b in bad:
-                    print("FAIL: %s" % b)
                 rc = 1
+            elif not ran:
+                print("smoke: no mode could run here")
+                rc = 77
             else:
-                print("smoke: every mode ran and verified")
+                print("smoke: %d runs in %d modes ran and verified%s" % (
+                    ran, len({r["mode"] for r in docs[-1]["records"] if r.get("ok")}) ,
+                    "; %d refused (preconditions)" % len(skipped) if skipped else ""))
     log("done in %s" % fmt_dur(time.monotonic() - t0))
     return rc
 
 
 def smoke_failures(doc):
-    bad = []
+    """(failures, refusals, runs that verified) of a smoke result."""
+    bad, skipped, ran = [], [], 0
     for r in doc["records"]:
         if "mode" not in r:
-            bad.append("%s: workload refused: %s" % (r.get("workload"), r.get("refused")))
+            skipped.append("%s: workload refused: %s" % (r.get("workload"), r.get("refused")))
             continue
         what = "%s in %s" % (r["workload"], r["mode"])
         if r.get("refused"):
-            bad.append("%s: refused: %s" % (what, r["refused"]))
+            skipped.append("%s: refused: %s" % (what, r["refused"]))
         elif not r.get("ok"):
             bad.append("%s: %s" % (what, r.get("error") or r.get("skipped")))
         elif not r.get("verified"):
             bad.append("%s: output differs from the local run" % what)
-    return bad
+        elif r["mode"] != "local":
+            ran += 1
+    return bad, skipped, ran
 
 
 if __name__ == "__main__":

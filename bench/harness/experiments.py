@@ -24,9 +24,9 @@ SENS = {
 def _interleaved(sess, plan):
     """plan: list of (workload, mode, fraction, kwargs); runs them --runs
     times, repetitions interleaved (rep 1 of everything, then rep 2...), so
-    a change of machine speed hits every mode alike. A mode that fails or
-    times out at one fraction is not run at smaller ones (they can only be
-    slower) in that repetition."""
+    a change of machine speed hits every mode alike. A mode that times out
+    at one fraction is not run at smaller ones in that repetition (they can
+    only be slower); one that failed otherwise (e.g. OOM-killed) is."""
     dead = set()
     for rep in range(sess.args.runs):
         for (w, mname, frac, kw) in plan:
@@ -34,11 +34,11 @@ def _interleaved(sess, plan):
             if key in dead:
                 sess.records.append({"experiment": sess.experiment, "workload": w, "mode": mname, "fraction": frac,
                                      "rep": rep, "k": kw.get("k", 1), "comex_opts": kw.get("comex_opts") or [],
-                                     "ok": False, "verified": False, "skipped": "failed at a larger fraction"})
-                sess.progress("%s %s %s%%: skipped (failed or timed out at a larger fraction)" % (w, mname, frac))
+                                     "ok": False, "verified": False, "skipped": "timed out at a larger fraction"})
+                sess.progress("%s %s %s%%: skipped (timed out at a larger fraction)" % (w, mname, frac))
                 continue
             rec = sess.run(w, mname, frac, rep, **kw)
-            if not rec["ok"] and not rec.get("refused"):
+            if not rec["ok"] and any(i and i.get("timed_out") for i in rec.get("instances") or []):
                 dead.add(key)
 
 

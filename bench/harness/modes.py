@@ -62,7 +62,7 @@ class RunCtx:
             pre += ["--local-mem", "auto", "--headroom", "%dK" % (comex_headroom(self.limit) >> 10)]
         else:
             # comex's auto refuses a limit under twice the headroom: the same budget, given explicitly
-            pre += ["--local-mem", "%dK" % ((self.limit - comex_headroom(self.limit)) >> 10)]
+            pre += ["--local-mem", "%dK" % (max(self.limit - comex_headroom(self.limit), self.limit // 2) >> 10)]
         if stats:
             pre += ["--stats-json", stats]
         return pre + self.comex_opts + ["--"] + list(argv)

@@ -1,25 +1,521 @@
-"""Plots (docs/img/bench-*.png) and docs/RESULTS.md from bench/results."""
+"""Plots (docs/img/bench-*.png) and docs/RESULTS.md from the newest result
+file of each experiment in bench/results (files whose checked metadata differ
+from the newest one are listed, never merged)."""
+
+import os
+import statistics
+
+from . import results
+from .sysenv import ROOT, log
+
+IMG = ROOT / "docs" / "img"
+DOC = ROOT / "docs" / "RESULTS.md"
+NOTES = ROOT / "bench" / "results" / "notes.md"
+MODE_ORDER = ["local", "swap-disk", "zram", "comex", "comex-net10", "comex-net25"]
+COLORS = {"local": "#444444", "swap-disk": "#d62728", "zram": "#ff7f0e", "comex": "#1f77b4",
+          "comex-net10": "#2ca02c", "comex-net25": "#9467bd"}
+FAULT_KEYS = [("faults_zero", "first touch (zero)"), ("faults_wbuf_hit", "write-buffer hit"),
+              ("faults_rbuf_hit", "read-buffer hit"), ("faults_remote", "remote read"),
+              ("pages_prefetch_mapped", "prefetched, mapped with the read"), ("faults_wp", "write to a clean page")]
+
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def hib(doc, w):
+    return doc["workloads"].get(w, {}).get("higher_is_better", False)
+
+
+def metric(doc, w):
+    return doc["workloads"].get(w, {}).get("metric", "time_s")
+
+
+def slow(doc, w, value):
+    """Slowdown against the local reference (>1 is slower)."""
+    ref = doc["references"][w]["metric"]
+    return ref / value if hib(doc, w) else value / ref
+
+
+def cell(doc, s, w=None):
+    """'median (min–max)' slowdown, or the reason it is missing."""
+    w = w or s["workload"]
+    m = s.get(s["metric"])
+    if not m:
+        why = s["failed"][0] if s["failed"] else "no run"
+        why = str(why)
+        if "OOM" in why:
+            why = "OOM-killed"
+        elif "timed out" in why or "timeout" in why:
+            why = "timeout"
+        elif "larger fraction" in why:
+            why = "skipped"
+        elif "differs" in why:
+            why = "WRONG OUTPUT"
+        return why[:40]
+    lo, hi = sorted((slow(doc, w, m["min"]), slow(doc, w, m["max"])))
+    txt = "%.2fx (%.2f–%.2f)" % (slow(doc, w, m["median"]), lo, hi) if m["n"] > 1 else "%.2fx" % slow(doc, w, m["median"])
+    if s.get("warn_spread"):
+        txt += " ⚠"
+    if s["verified_runs"] < s["runs"]:
+        txt += " (%d/%d ok)" % (s["verified_runs"], s["runs"])
+    return txt
+
+
+def summaries(doc, **kw):
+    out = []
+    for s in doc["summary"]:
+        if all(s.get(k) == v for k, v in kw.items()):
+            out.append(s)
+    return out
+
+
+def one(doc, **kw):
+    s = summaries(doc, **kw)
+    return s[0] if s else None
+
+
+def modes_of(doc):
+    ms = {s["mode"] for s in doc["summary"]}
+    return [m for m in MODE_ORDER if m in ms]
+
+
+def meta_lines(doc):
+    m = doc["metadata"]
+    c = m["checked"]
+    return ("%s, %d cores, %d MiB RAM, kernel %s, THP %s, cgroup %s, UCX %s, git %s%s; load average %s before, %s after"
+            % (c["cpu"], c["cores"], c["mem_total_mib"], c["kernel"], c["thp"], c["cgroup"], m.get("ucx"),
+               c["git_rev"][:12], " (dirty tree)" if m.get("git_dirty") else "",
+               "/".join("%.1f" % x for x in m["load_before"]), "/".join("%.1f" % x for x in m.get("load_after", []))))
+
+
+# ---------------------------------------------------------------- sections
+
+def sec_sweep(doc, out, plt):
+    wls = sorted({s["workload"] for s in doc["summary"] if s["mode"] != "local"})
+    fr = sorted({s["fraction"] for s in doc["summary"] if s["fraction"]}, reverse=True)
+    modes = [m for m in modes_of(doc) if m != "local"]
+    out.append("## Slowdown against local memory (sweep)\n")
+    out.append("Each cell: the run's %s relative to the unlimited local run of the same workload (1.00x = as fast "
+               "as local; for redis, GET throughput), median of the verified runs with (min–max). Columns: the "
+               "cgroup memory limit in %% of the workload's local peak RSS. Result file `%s`.\n"
+               % ("metric", doc["_path"]))
+    for w in wls:
+        ref = doc["references"][w]
+        out.append("### %s — footprint %d MiB, local %s\n" % (w, ref["footprint_bytes"] >> 20, fmt_metric(doc, w, ref["metric"])))
+        out.append("| mode | " + " | ".join("%d %%" % f for f in fr) + " |")
+        out.append("|---|" + "---|" * len(fr))
+        for m in modes:
+            row = []
+            for f in fr:
+                s = one(doc, workload=w, mode=m, fraction=f, k=1)
+                row.append(cell(doc, s) if s else "—")
+            out.append("| %s | %s |" % (m, " | ".join(row)))
+        # comex against the swap modes, same run
+        for base in ("swap-disk", "zram"):
+            row = []
+            for f in fr:
+                a, b = one(doc, workload=w, mode="comex", fraction=f), one(doc, workload=w, mode=base, fraction=f)
+                ma, mb = (a or {}).get(metric(doc, w)), (b or {}).get(metric(doc, w))
+                if ma and mb:
+                    sp = (ma["median"] / mb["median"]) if hib(doc, w) else (mb["median"] / ma["median"])
+                    row.append("%.2fx" % sp)
+                elif mb and not ma:
+                    row.append("comex failed")
+                elif ma and not mb:
+                    row.append("%s failed" % base)
+                else:
+                    row.append("—")
+            out.append("| comex speedup over %s | %s |" % (base, " | ".join(row)))
+        out.append("")
+        if w == "redis":
+            out.append("redis-benchmark detail (median of runs): GET ops/s, GET p50 / p99 ms, SET ops/s, SET p99 ms\n")
+            out.append("| mode | limit | GET ops/s | GET p50 | GET p99 | SET ops/s | SET p99 |")
+            out.append("|---|---|---|---|---|---|---|")
+            for s in sorted(summaries(doc, workload="redis"), key=lambda s: (MODE_ORDER.index(s["mode"]), -(s["fraction"] or 101))):
+                if "get_rps" not in s:
+                    continue
+                out.append("| %s | %s | %.0f | %.2f | %.2f | %.0f | %.2f |" % (
+                    s["mode"], "%d %%" % s["fraction"] if s["fraction"] else "none", s["get_rps"]["median"],
+                    s["get_p50_ms"]["median"], s["get_p99_ms"]["median"], s["set_rps"]["median"],
+                    s["set_p99_ms"]["median"]))
+            out.append("")
+    # plot: one panel per workload, slowdown vs limit, a line per mode (seed 001 Fig. 1/10 as lines)
+    n = len(wls)
+    if not n:
+        return
+    fig, axes = plt.subplots(1, n, figsize=(5 * n, 3.8), squeeze=False)
+    for ax, w in zip(axes[0], wls):
+        for m in modes:
+            xs, ys, lo, hi = [], [], [], []
+            for f in fr:
+                s = one(doc, workload=w, mode=m, fraction=f, k=1)
+                v = (s or {}).get(metric(doc, w))
+                if v:
+                    xs.append(f)
+                    ys.append(slow(doc, w, v["median"]))
+                    a, b = sorted((slow(doc, w, v["min"]), slow(doc, w, v["max"])))
+                    lo.append(ys[-1] - a)
+                    hi.append(b - ys[-1])
+            if xs:
+                ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=m, color=COLORS.get(m))
+        ax.set_yscale("log")
+        ax.set_xlim(105, 5)
+        ax.set_xticks(fr)
+        ax.set_xlabel("local memory (% of footprint)")
+        ax.set_ylabel("slowdown vs local (log)" if not hib(doc, w) else "GET throughput loss vs local (log)")
+        ax.set_title(w)
+        ax.axhline(1, color="#999999", lw=0.8)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle("Slowdown against an unlimited local run, same cgroup limit for every mode (median, min–max)")
+    fig.tight_layout()
+    fig.savefig(IMG / "bench-sweep.png", dpi=110)
+    plt.close(fig)
+    out.append("![sweep](img/bench-sweep.png)\n")
+    # Fig. 13 style: comex speedup over each swap mode vs M
+    fig, axes = plt.subplots(1, n, figsize=(5 * n, 3.5), squeeze=False)
+    for ax, w in zip(axes[0], wls):
+        width = 0.38
+        for j, base in enumerate(("swap-disk", "zram")):
+            xs, ys = [], []
+            for i, f in enumerate(fr):
+                a, b = one(doc, workload=w, mode="comex", fraction=f), one(doc, workload=w, mode=base, fraction=f)
+                ma, mb = (a or {}).get(metric(doc, w)), (b or {}).get(metric(doc, w))
+                if ma and mb:
+                    xs.append(i + (j - 0.5) * width)
+                    ys.append((ma["median"] / mb["median"]) if hib(doc, w) else (mb["median"] / ma["median"]))
+            ax.bar(xs, ys, width, label="over %s" % base, color=COLORS[base])
+        ax.axhline(1, color="black", lw=0.8)
+        ax.set_xticks(range(len(fr)))
+        ax.set_xticklabels(["%d %%" % f for f in fr])
+        ax.set_xlabel("local memory M (% of footprint)")
+        ax.set_ylabel("comex speedup (>1: comex faster)")
+        ax.set_yscale("log")
+        ax.set_title(w)
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle("comex speedup over Linux swap at the same limit M (cf. COMEX Fig. 13)")
+    fig.tight_layout()
+    fig.savefig(IMG / "bench-speedup.png", dpi=110)
+    plt.close(fig)
+    out.append("![speedup](img/bench-speedup.png)\n")
+    if "redis" in wls:
+        fig, ax = plt.subplots(figsize=(8, 4))
+        ax2 = ax.twinx()
+        width = 0.8 / max(1, len(modes))
+        for j, m in enumerate(modes):
+            xs, ys, ps = [], [], []
+            for i, f in enumerate(fr):
+                s = one(doc, workload="redis", mode=m, fraction=f)
+                if s and s.get("get_rps"):
+                    xs.append(i + (j - len(modes) / 2 + 0.5) * width)
+                    ys.append(s["get_rps"]["median"] / 1000)
+                    ps.append(s["get_p99_ms"]["median"])
+            ax.bar(xs, ys, width, color=COLORS.get(m), label=m)
+            ax2.plot(xs, ps, marker="o", color=COLORS.get(m), lw=1.2)
+        ax.axhline(doc["references"]["redis"]["metric"] / 1000, color="black", ls="--", lw=0.8)
+        ax.set_xticks(range(len(fr)))
+        ax.set_xticklabels(["%d %%" % f for f in fr])
+        ax.set_xlabel("redis working set in local memory")
+        ax.set_ylabel("GET throughput (k ops/s, bars; dashed: local)")
+        ax2.set_ylabel("GET p99 latency (ms, lines, log)")
+        ax2.set_yscale("log")
+        ax.legend(fontsize=8, loc="upper right")
+        ax.set_title("redis-server + redis-benchmark (cf. Infiniswap Fig. 1 / 10)")
+        fig.tight_layout()
+        fig.savefig(IMG / "bench-redis.png", dpi=110)
+        plt.close(fig)
+        out.append("![redis](img/bench-redis.png)\n")
+
+
+def fmt_metric(doc, w, v):
+    return "%.0f GET ops/s" % v if hib(doc, w) else "%.2f s" % v
+
+
+def sec_faults(doc, out, plt):
+    out.append("## Where comex's time goes: fault breakdown (comex, loopback)\n")
+    out.append("Counters from `comex run --stats-json` (median over runs); `ns_*` are the handler's time in each "
+               "path; read/written are bytes moved to and from the memnodes, also as a multiple of the footprint "
+               "(amplification). Result file `%s`.\n" % doc["_path"])
+    out.append("| workload | limit | slowdown | zero | wbuf hit | rbuf hit | remote | prefetch-mapped | wp | evicted | "
+               "read (x fp) | written (x fp) | remote time | evict time |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    rows = sorted((s for s in doc["summary"] if s["mode"] == "comex"), key=lambda s: (s["workload"], -(s["fraction"] or 0)))
+    bars = []
+    for s in rows:
+        cs = s.get("comex_stats_median")
+        w = s["workload"]
+        fp = doc["references"][w]["footprint_bytes"]
+        if not cs:
+            out.append("| %s | %d %% | %s | | | | | | | | | | | |" % (w, s["fraction"], cell(doc, s)))
+            continue
+        t = (s.get("time_s") or {}).get("median") or 0
+        out.append("| %s | %d %% | %s | %d | %d | %d | %d | %d | %d | %d | %.0f MiB (%.1f) | %.0f MiB (%.1f) | %.1f s | %.1f s |" % (
+            w, s["fraction"], cell(doc, s), cs["faults_zero"], cs["faults_wbuf_hit"], cs["faults_rbuf_hit"],
+            cs["faults_remote"], cs["pages_prefetch_mapped"], cs["faults_wp"], cs["pages_evicted"],
+            cs["bytes_read"] / 2**20, cs["bytes_read"] / fp, cs["bytes_written"] / 2**20, cs["bytes_written"] / fp,
+            cs["ns_remote"] / 1e9, cs["ns_evict"] / 1e9))
+        bars.append((w, s["fraction"], cs, t))
+    out.append("")
+    if bars:
+        fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(bars)), 4.2))
+        x = range(len(bars))
+        bottom = [0.0] * len(bars)
+        for k, label in FAULT_KEYS:
+            vals = []
+            for (w, f, cs, t) in bars:
+                tot = sum(cs[kk] for kk, _ in FAULT_KEYS) or 1
+                vals.append(100.0 * cs[k] / tot)
+            ax.bar(x, vals, 0.7, bottom=bottom, label=label)
+            bottom = [b + v for b, v in zip(bottom, vals)]
+        ax.set_xticks(list(x))
+        ax.set_xticklabels(["%s\n%d%%" % (w, f) for (w, f, _, _) in bars], fontsize=7)
+        ax.set_ylabel("% of page arrivals")
+        ax.set_title("comex page-fault activity per workload and limit (cf. COMEX Fig. 14)")
+        ax.legend(fontsize=7, loc="lower right")
+        fig.tight_layout()
+        fig.savefig(IMG / "bench-faults.png", dpi=110)
+        plt.close(fig)
+        out.append("![faults](img/bench-faults.png)\n")
+
+
+def sec_sens(doc, out, plt):
+    from .experiments import SENS
+    out.append("## Sensitivity to T, P and B (comex at %d %%)\n" % (doc["metadata"]["options"].get("sens_fraction") or 25))
+    out.append("Run time normalized to the default value of the parameter (median, min–max over runs). "
+               "Result file `%s`.\n" % doc["_path"])
+    params = [p for p in SENS if any(s.get("param") == p for s in doc["summary"])]
+    if not params:
+        return
+    fig, axes = plt.subplots(1, len(params), figsize=(4.6 * len(params), 3.6), squeeze=False)
+    for ax, p in zip(axes[0], params):
+        flag, values, default = SENS[p]
+        out.append("**%s** (`%s`, default %s)\n" % (p, flag, default))
+        out.append("| workload | " + " | ".join(values) + " |")
+        out.append("|---|" + "---|" * len(values))
+        for w in sorted({s["workload"] for s in doc["summary"] if s.get("param") == p}):
+            base = one(doc, workload=w, param=p, value=default)
+            bm = (base or {}).get(metric(doc, w))
+            row, ys, xs = [], [], []
+            for i, v in enumerate(values):
+                s = one(doc, workload=w, param=p, value=v)
+                m = (s or {}).get(metric(doc, w))
+                if m and bm:
+                    r = m["median"] / bm["median"]
+                    row.append("%.2f (%.2f–%.2f)%s" % (r, m["min"] / bm["median"], m["max"] / bm["median"],
+                                                       " ⚠" if s.get("warn_spread") else ""))
+                    xs.append(i)
+                    ys.append(r)
+                else:
+                    row.append(cell(doc, s) if s else "—")
+            out.append("| %s | %s |" % (w, " | ".join(row)))
+            ax.plot(xs, ys, marker="o", label=w)
+        out.append("")
+        ax.set_xticks(range(len(values)))
+        ax.set_xticklabels(values)
+        ax.axhline(1, color="#999999", lw=0.8)
+        ax.set_xlabel("%s (%s)" % (p, flag))
+        ax.set_ylabel("time / time at %s=%s" % (p, default))
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    fig.suptitle("comex sensitivity (cf. COMEX Figs 10-12)")
+    fig.tight_layout()
+    fig.savefig(IMG / "bench-sensitivity.png", dpi=110)
+    plt.close(fig)
+    out.append("![sensitivity](img/bench-sensitivity.png)\n")
+
+
+def sec_multi(doc, out, plt):
+    out.append("## Multi-tasking: k programs at once, each in its own cgroup at %d %% (shared memnodes / swap device)\n"
+               % (doc["metadata"]["options"].get("mt_fraction") or 25))
+    out.append("Mean completion time of the k instances relative to k instances run locally (unlimited) at the "
+               "same time. Result file `%s`.\n" % doc["_path"])
+    ks = sorted({s["k"] for s in doc["summary"]})
+    modes = [m for m in modes_of(doc)]
+    for w in sorted({s["workload"] for s in doc["summary"]}):
+        out.append("| %s | " % w + " | ".join("k=%d" % k for k in ks) + " |")
+        out.append("|---|" + "---|" * len(ks))
+        data = {}
+        for m in modes:
+            row = []
+            for k in ks:
+                s = one(doc, workload=w, mode=m, k=k)
+                loc = one(doc, workload=w, mode="local", k=k)
+                sm, lm = (s or {}).get(metric(doc, w)), (loc or {}).get(metric(doc, w))
+                if sm and lm:
+                    r = sm["median"] / lm["median"] if not hib(doc, w) else lm["median"] / sm["median"]
+                    row.append("%.2fx%s" % (r, " ⚠" if s.get("warn_spread") else ""))
+                    data.setdefault(m, {})[k] = r
+                else:
+                    row.append(cell(doc, s) if s else "—")
+            out.append("| %s | %s |" % (m, " | ".join(row)))
+        out.append("")
+        fig, ax = plt.subplots(figsize=(7, 3.8))
+        width = 0.8 / max(1, len(modes))
+        for j, m in enumerate(modes):
+            xs = [i + (j - len(modes) / 2 + 0.5) * width for i, k in enumerate(ks) if k in data.get(m, {})]
+            ys = [data[m][k] for k in ks if k in data.get(m, {})]
+            ax.bar(xs, ys, width, label=m, color=COLORS.get(m))
+        ax.set_xticks(range(len(ks)))
+        ax.set_xticklabels(["k=%d" % k for k in ks])
+        ax.set_ylabel("slowdown vs k local runs (log)")
+        ax.set_yscale("log")
+        ax.legend(fontsize=8)
+        ax.set_title("%s: k concurrent programs sharing two memnodes / one swap device (cf. COMEX Fig. 15)" % w,
+                     fontsize=9)
+        fig.tight_layout()
+        fig.savefig(IMG / "bench-multitask.png", dpi=110)
+        plt.close(fig)
+    out.append("![multitask](img/bench-multitask.png)\n")
+
+
+def sec_tax(doc, out, plt):
+    out.append("## Transparency tax: comex when the footprint fits\n")
+    out.append("`comex run` with a budget of twice the footprint and no cgroup limit (nothing is evicted), "
+               "against the local run: the cost of the interposed allocator, userfaultfd registration, "
+               "first-touch zero-fill faults and start-up (connecting to two memnodes). Result file `%s`.\n"
+               % doc["_path"])
+    out.append("| workload | local | comex (fits) | tax | pages evicted |")
+    out.append("|---|---|---|---|---|")
+    names, vals = [], []
+    for s in sorted(summaries(doc, mode="comex"), key=lambda s: s["workload"]):
+        w = s["workload"]
+        m = s.get(metric(doc, w))
+        ref = doc["references"][w]["metric"]
+        ev = (s.get("comex_stats_median") or {}).get("pages_evicted", "?")
+        if m:
+            r = slow(doc, w, m["median"])
+            out.append("| %s | %s | %s | %s | %s |" % (w, fmt_metric(doc, w, ref), fmt_metric(doc, w, m["median"]),
+                                                      cell(doc, s), ev))
+            names.append(w)
+            vals.append(r)
+        else:
+            out.append("| %s | %s | %s | | |" % (w, fmt_metric(doc, w, ref), cell(doc, s)))
+    out.append("")
+    if names:
+        fig, ax = plt.subplots(figsize=(7, 3.4))
+        ax.bar(names, vals, color=COLORS["comex"])
+        ax.axhline(1, color="black", lw=0.8)
+        ax.set_ylabel("comex / local (footprint fits)")
+        ax.set_title("Transparency tax")
+        fig.tight_layout()
+        fig.savefig(IMG / "bench-tax.png", dpi=110)
+        plt.close(fig)
+        out.append("![tax](img/bench-tax.png)\n")
+
+
+def sec_warnings(docs, out):
+    warns = []
+    for name, doc in docs.items():
+        for s in doc["summary"]:
+            if s.get("warn_spread"):
+                m = s[s["metric"]]
+                warns.append("%s: %s %s%s%s: spread %.0f %% (%.3g–%.3g)" % (
+                    name, s["workload"], s["mode"], " %d %%" % s["fraction"] if s["fraction"] else "",
+                    " k=%d" % s["k"] if s["k"] > 1 else "" + (" %s=%s" % (s["param"], s["value"]) if s.get("param") else ""),
+                    100 * m["spread"], m["min"], m["max"]))
+            bad = [f for f in s["failed"] if f and "differs" in str(f)]
+            if bad:
+                warns.append("%s: %s %s: OUTPUT DIFFERS from the local run" % (name, s["workload"], s["mode"]))
+    if warns:
+        out.append("## Warnings\n")
+        out.append("⚠ marks a configuration whose runs spread more than 10 % around their median.\n")
+        for w in warns:
+            out.append("- " + w)
+        out.append("")
+
+
+def render():
+    docs, skipped = results.select(results.load_all())
+    if not docs:
+        log("report: no result files in bench/results")
+        return
+    plt = _plt()
+    IMG.mkdir(parents=True, exist_ok=True)
+    out = ["# comex evaluation results", "",
+           "<!-- Generated by `python3 -m bench.harness report` from bench/results/eval-*.json; do not edit by hand. "
+           "Method and decisions: docs/BENCH.md. -->", ""]
+    any_doc = next(iter(docs.values()))
+    out.append("Machine: " + meta_lines(any_doc) + ".\n")
+    modes = {}
+    refused = {}
+    for d in docs.values():
+        modes.update(d.get("modes", {}))
+        refused.update(d.get("refused_modes", {}))
+    out.append("Modes (every one under the same cgroup memory limit, except local):\n")
+    for m in MODE_ORDER:
+        if m in modes:
+            out.append("- **%s**: %s" % (m, describe_mode(modes[m])))
+        elif m in refused:
+            out.append("- **%s**: REFUSED — %s" % (m, refused[m]))
+    out.append("")
+    out.append("Workloads (footprint = peak RSS of the unlimited local run; every run's output is checked against "
+               "the local run's):\n")
+    wl = {}
+    for d in docs.values():
+        for w, p in d.get("workloads", {}).items():
+            wl.setdefault(w, (p, d["references"].get(w)))
+    for w, (p, ref) in sorted(wl.items()):
+        out.append("- **%s** — %s; %s%s" % (w, p.get("description", ""), "footprint %d MiB" % (ref["footprint_bytes"] >> 20)
+                                            if ref else "", "" if not p.get("argv") else "; `%s`" % " ".join(
+                                                os.path.basename(x) if i == 0 else str(x) for i, x in enumerate(p["argv"]))))
+    out.append("")
+    if NOTES.exists():
+        out.append(NOTES.read_text().strip())
+        out.append("")
+    order = [("sweep", sec_sweep), ("faults", sec_faults), ("sensitivity", sec_sens), ("multitask", sec_multi),
+             ("tax", sec_tax)]
+    for name, fn in order:
+        if name in docs:
+            docs[name]["_path"] = docs[name]["_path"]
+            fn(docs[name], out, plt)
+    sec_warnings(docs, out)
+    if skipped:
+        out.append("## Result files not merged\n")
+        for p, why in skipped:
+            out.append("- `%s`: %s" % (p, why))
+        out.append("")
+    out.append("Load average (1 min) before each experiment: " + ", ".join(
+        "%s %.1f" % (n, d["metadata"]["load_before"][0]) for n, d in docs.items()) +
+        ". Other engineers' builds and tests shared this 2-core machine during the runs; see docs/BENCH.md.\n")
+    DOC.write_text("\n".join(out) + "\n")
+    log("report: %s and %s/bench-*.png" % (DOC.relative_to(ROOT), IMG.relative_to(ROOT)))
+
+
+def describe_mode(d):
+    parts = []
+    for k, v in d.items():
+        if k in ("name", "network") and not isinstance(v, str):
+            continue
+        if k == "network" and isinstance(v, list):
+            continue
+        parts.append("%s %s" % (k, v))
+    if isinstance(d.get("network"), list) and d["network"]:
+        n = d["network"][0]
+        parts.append("memnodes in their own network namespaces behind veth pairs on bridge %s, tbf %d Gbit/s on both "
+                     "ends" % (n["bridge"], n["rate_gbit"]))
+    return "; ".join(parts)
 
 
 def demo_table(doc):
     refs = doc.get("references", {})
     rows = []
-    for s in sorted(doc["summary"], key=lambda s: (s["workload"], s["fraction"] or 101, s["mode"])):
+    for s in sorted(doc["summary"], key=lambda s: (s["workload"], -(s["fraction"] or 101),
+                                                     MODE_ORDER.index(s["mode"]) if s["mode"] in MODE_ORDER else 9)):
         m = s["metric"]
         v = s.get(m)
         ref = refs.get(s["workload"], {}).get("metric")
-        if v:
-            hib = m.endswith("rps")
-            rel = (ref / v["median"]) if hib else (v["median"] / ref)
-            val = "%.0f ops/s" % v["median"] if hib else "%.2f s" % v["median"]
-            rows.append("%-8s %-12s %5s  %14s  %6.2fx  %s" % (s["workload"], s["mode"],
-                        "%d%%" % s["fraction"] if s["fraction"] else "-", val, rel,
-                        "verified" if s["verified_runs"] == s["runs"] else "FAILED: %s" % "; ".join(map(str, s["failed"]))[:60]))
+        lim = "%d%%" % s["fraction"] if s["fraction"] else "-"
+        if v and ref:
+            h = m.endswith("rps")
+            rel = (ref / v["median"]) if h else (v["median"] / ref)
+            val = "%.0f ops/s" % v["median"] if h else "%.2f s" % v["median"]
+            chk = "verified" if s["verified_runs"] == s["runs"] else "FAILED: %s" % "; ".join(map(str, s["failed"]))[:60]
+            rows.append("%-8s %-12s %5s  %14s  %7.2fx  %s" % (s["workload"], s["mode"], lim, val, rel, chk))
         else:
-            rows.append("%-8s %-12s %5s  %14s  %7s  %s" % (s["workload"], s["mode"],
-                        "%d%%" % s["fraction"] if s["fraction"] else "-", "-", "-", "; ".join(map(str, s["failed"]))[:70]))
-    return "\n".join(["%-8s %-12s %5s  %14s  %7s  %s" % ("workload", "mode", "local", "result", "vs local", "check")] + rows)
-
-
-def render():
-    pass
+            rows.append("%-8s %-12s %5s  %14s  %8s  %s" % (s["workload"], s["mode"], lim, "-", "-",
+                                                           "; ".join(map(str, s["failed"]))[:70]))
+    return "\n".join(["%-8s %-12s %5s  %14s  %8s  %s" % ("workload", "mode", "limit", "result", "vs local", "check")] + rows)

@@ -378,7 +378,7 @@ class Redis(Workload):
         os.rename(tmp, p)
 
     def ops(self):
-        return max(20000, self.nkeys() * 2)
+        return max(20000, self.nkeys())
 
     def params(self):
         return {"size_mib": self.size, "keys": self.nkeys(), "value_bytes": self.VALUE, "get_ops": self.ops(),
