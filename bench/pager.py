@@ -428,7 +428,44 @@ def analysis(doc):
                      + " / ".join(f"{x['access_s']['median']:.2f}" for x in sp) + " s, remote fault "
                      + " / ".join(fus(x["faults"]["faults_remote"]["us"]) for x in sp) + " µs handler-side, CPU "
                      + " / ".join(f"{x['cpu_s']['median']:.1f}" for x in sp) + " s.")
+    s += robustness_sentences(doc)
     return "\n".join(f"- {x}" for x in s)
+
+
+def robustness_sentences(doc):
+    """Budget arithmetic, fault-count comparisons (deterministic, unlike the
+    times), noise and failures."""
+    res, s, o = doc["results"], [], doc["options"]
+    for p in o["patterns"]:
+        r = find(res, p, "100%")
+        if r:
+            c = r["counters"]
+            s.append(f"{p} at \"100 %\": local-mem {mib(c['local_mem_bytes'])} MiB is the native peak RSS, but the "
+                     f"runtime's read and write buffers ({mib(c['rbuf_bytes'] + c['wbuf_bytes'])} MiB) count against it, "
+                     f"so the program's pages do not fit: {c['pages_evicted']} pages evicted, "
+                     f"{r['faults']['faults_remote']['count']} remote faults.")
+        pairs = [(find(res, p, a), find(res, p, b)) for a, b in (("50%", "50% fifo"), ("25%", "25% fifo"))]
+        pol = [f"{x['config']}: clock {x['faults']['faults_remote']['count']} vs fifo "
+               f"{y['faults']['faults_remote']['count']} remote faults"
+               for x, y in pairs if x and y]
+        if pol:
+            s.append(f"{p}, fault counts (these do not depend on machine load): " + "; ".join(pol) + ".")
+    rows = [r for r in res if r["config"] != "native"]
+    if rows:
+        worst = max(rows, key=lambda r: r["access_s"]["max"] / max(r["access_s"]["min"], 1e-9))
+        m = doc["machine"]
+        s.append(f"Noise: load average {' '.join(m['loadavg_start'])} at the start, {' '.join(m['loadavg_end'])} at "
+                 f"the end on {m['cores']} cores; the access time of one configuration varied up to "
+                 f"{worst['access_s']['max'] / max(worst['access_s']['min'], 1e-9):.1f}x between runs "
+                 f"({worst['pattern']} {worst['config']}: {worst['access_s']['min']:.2f}–{worst['access_s']['max']:.2f} s) "
+                 f"while its fault counts were the same in every run. Where times and fault counts disagree, "
+                 f"trust the counts; differences in time between policies or spin settings smaller than the "
+                 f"spread are not evidence.")
+    if doc["errors"]:
+        kinds = sorted({f"{e['pattern']} {e['config']}" for e in doc["errors"]})
+        s.append(f"{len(doc['errors'])} run(s) failed ({', '.join(kinds)}); they are left out of the medians "
+                 f"(fewer than {o['runs']} runs behind those rows). See Errors.")
+    return s
 
 
 def render_docs(doc, json_path):
@@ -522,7 +559,24 @@ smoke run, `--render-only` to regenerate this page from the newest JSON).
 
 # Observations that the numbers above support but that the generator cannot
 # derive; kept short and re-checked whenever the page is regenerated.
-NOTES = ""
+NOTES = """
+Design observations behind these numbers (see src/rt/pager.c):
+
+- A remote read fetches the faulting page's run of pages in *consecutive
+  frames* within its aligned 16-page window. A page written after it came
+  back loses its frame, and is written to a new frame when evicted again, so
+  its neighbours' frames stop being consecutive: with writes, runs get cut
+  short (*pages/remote read* below 16) even for a sequential scan.
+- A cyclic scan over more than the budget misses on every page under FIFO and
+  under CLOCK alike (both evict the page that will be needed soonest); only
+  prefetch reduces the number of faults. CLOCK's second chance is given only
+  to pages written since they came back (no accessed bits), so it can only
+  differ from FIFO through the written pages.
+- Per-fault times are handler-side; the program also waits for the
+  userfaultfd wake-up of the handler and of itself, and on this 2-core VM all
+  of program, handler, embedded memnode (busy-polling 200 µs after each
+  request) and the transport compete for two cores.
+"""
 
 
 # ------------------------------------------------------------------ main
