@@ -471,7 +471,8 @@ def robustness_sentences(doc):
 def render_docs(doc, json_path):
     m, o = doc["machine"], doc["options"]
     warnings = "\n".join(f"- {w}" for w in doc["warnings"]) or "- none"
-    errors = "\n".join(f"- {e['pattern']} {e['config']} run {e['run']}: {e['error']}" for e in doc["errors"]) or "- none"
+    errors = "\n".join(f"- {e['pattern']} {e['config']} run {e['run']}:\n\n      "
+                       + e["error"].replace("\n", "\n      ") + "\n" for e in doc["errors"]) or "- none"
     tables = "\n\n".join(f"### {p}\n\n{level_table(doc['results'], p)}" for p in o["patterns"])
     text = f"""# Pager benchmark
 
