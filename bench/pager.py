@@ -625,6 +625,7 @@ def main(argv):
     started = time.monotonic()
     machine = machine_info()
     times0 = cpu_times()
+    git = git_revision()  # now: others may commit while the run goes on
     tmp = tempfile.mkdtemp(prefix="comex-pager-bench-")
     ctx = {"comex": comex, "bench": bench, "tmp": tmp, "workload": w, "patterns": patterns,
            "footprint_kib": {}, "checksum": {}, "samples": {}, "errors": []}
@@ -640,7 +641,7 @@ def main(argv):
         "schema": SCHEMA,
         "timestamp": benchlib.utc_stamp(),
         "machine": machine,
-        "git": git_revision(),
+        "git": git,
         "options": dict(w, runs=runs, quick=args.quick, patterns=patterns, footprint_kib=ctx["footprint_kib"],
                         native_checksum=ctx["checksum"], build=str(Path(comex).parent),
                         fits_slack_kib=FITS_SLACK_KIB, rbuf_pages=RBUF_PAGES, wbuf_pages=WBUF_PAGES,
