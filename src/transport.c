@@ -553,9 +553,11 @@ int tp_rma(struct tp_ep *e, enum tp_rma_kind kind, void *local, size_t len, uint
 	return 0;
 }
 
+#define STALL_NS 3000000000ull /* a pass of the loop below that long was a freeze */
+
 int tp_run(struct tp *t, bool (*done)(void *arg), void *arg, uint64_t spin_ns, uint64_t timeout_ns)
 {
-	uint64_t start = now_ns(), last = start;
+	uint64_t start = now_ns(), last = start, prev = start;
 
 	for (;;) {
 		unsigned n = 0, k;
@@ -568,6 +570,12 @@ int tp_run(struct tp *t, bool (*done)(void *arg), void *arg, uint64_t spin_ns, u
 		if (done(arg))
 			return 0;
 		now = now_ns();
+		/* Each pass takes at most a 1 s poll plus progress; a much longer
+		 * gap means this process (or the VM) was frozen, not that the peer
+		 * was slow, so that time does not count against the timeout. */
+		if (now - prev > STALL_NS)
+			start += now - prev;
+		prev = now;
 		if (n)
 			last = now;
 		if (timeout_ns && now - start >= timeout_ns)

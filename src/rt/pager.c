@@ -334,9 +334,24 @@ static bool zero_eligible(uint64_t idx)
 	return s == PTE_EMPTY || (s == PTE_FREE && in_heap(idx));
 }
 
+/* Pages one zero fill may map: zero-fill-window, or 2 MiB while the budget
+ * has room for 8 such windows. First touch of memory that fits then costs
+ * one userfaultfd round trip per 2 MiB instead of per 256 KiB (the kernel
+ * maps its shared zero page, so untouched pages of the window cost no
+ * memory; each first write then takes an ordinary kernel fault, as it would
+ * without comex). */
+#define ZERO_WINDOW_ROOMY 512
+
+static uint64_t zero_window(void)
+{
+	if (P.c.zero_window < ZERO_WINDOW_ROOMY && P.resident + 8 * ZERO_WINDOW_ROOMY <= P.c.budget_pages)
+		return ZERO_WINDOW_ROOMY;
+	return P.c.zero_window;
+}
+
 static void zero_fill(uint64_t idx, uint64_t t0)
 {
-	uint64_t w = P.c.zero_window, lo = idx, hi = idx + 1;
+	uint64_t w = zero_window(), lo = idx, hi = idx + 1;
 	uint64_t wlo = idx - idx % w, whi = wlo + w;
 	int err;
 
@@ -494,7 +509,7 @@ static void fault_missing(uint64_t idx, bool write)
 	pte_t e;
 	const void *src;
 
-	make_room(zero_eligible(idx) ? P.c.zero_window : 1);
+	make_room(zero_eligible(idx) ? zero_window() : 1);
 	e = P.pt[idx];
 	switch (pte_state(e)) {
 	case PTE_FREE:
