@@ -325,6 +325,15 @@ static void make_room(uint64_t k)
 			break;
 }
 
+/* The faulting threads run again (UFFDIO_COPY woke them): one batch of
+ * eviction now overlaps with them and leaves room for the next fault. */
+static void evict_ahead(void)
+{
+	if (P.c.evict_ahead && P.resident + P.c.evict_ahead > P.c.budget_pages &&
+	    !__atomic_load_n(&P.no_evict, __ATOMIC_ACQUIRE))
+		evict_batch();
+}
+
 /* ---- faults ---- */
 
 static bool zero_eligible(uint64_t idx)
@@ -597,6 +606,7 @@ void pager_run(void)
 			pthread_mutex_lock(&P.lock);
 			for (ssize_t i = 0; i < r / (ssize_t)sizeof(msg[0]); i++)
 				handle(&msg[i]);
+			evict_ahead();
 			__atomic_store_n(&P.busy_since, 0, __ATOMIC_RELAXED);
 			pthread_mutex_unlock(&P.lock);
 			idle_since = now_ns();

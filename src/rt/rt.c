@@ -178,6 +178,7 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 		.wbuf_pages = (uint32_t)opt_num(&opts, OPT_WBUF_PAGES),
 		.flush_run = (uint32_t)opt_num(&opts, OPT_FLUSH_RUN),
 		.evict_batch = (uint32_t)opt_num(&opts, OPT_EVICT_BATCH),
+		.evict_ahead = (uint32_t)opt_num(&opts, OPT_EVICT_AHEAD),
 		.zero_window = (uint32_t)opt_num(&opts, OPT_ZERO_WINDOW),
 		.clock = !strcmp(policy, "clock"),
 		.prefetch_map = opt_num(&opts, OPT_PREFETCH_MAP),
