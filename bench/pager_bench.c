@@ -88,7 +88,7 @@ int main(int argc, char **argv)
 	unsigned long long size_mib = 0, passes = 3, write_pct = 0, seed = 1;
 	bool rnd;
 
-	for (int i = 1; i < argc; i++) {
+	for (int i = 1; i < argc; i += 2) { /* every option takes a value */
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (!strcmp(a, "--pattern"))
@@ -103,7 +103,6 @@ int main(int argc, char **argv)
 			seed = num(v, UINT64_MAX);
 		else
 			usage();
-		i++;
 	}
 	if (!pattern || (strcmp(pattern, "seq") && strcmp(pattern, "rand")) || !size_mib)
 		usage();
