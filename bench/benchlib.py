@@ -115,6 +115,13 @@ def finish_machine_info(machine, times0):
 
 # ------------------------------------------------------------------ statistics
 
+def busy_warnings(machine):
+    """Warnings for a run during which other work kept the CPUs busy."""
+    return [f"{key}: {machine[key] * 100:.0f} % of the CPUs were busy with other work"
+            for key in ("background_cpu_busy_start", "background_cpu_busy_end")
+            if (machine.get(key) or 0) > 0.2]
+
+
 def spread(values):
     """(max - min) / median; 0 for an empty or zero-median list."""
     if not values:

@@ -279,9 +279,7 @@ def warnings_for(results, errors, machine, quick):
         if r["config"] == "fits" and r["counters"]["pages_evicted"]:
             w.append(f"{r['pattern']} fits: {r['counters']['pages_evicted']} pages were evicted; "
                      f"the 'fits' budget did not hold everything")
-    for key in ("background_cpu_busy_start", "background_cpu_busy_end"):
-        if (machine.get(key) or 0) > 0.2:
-            w.append(f"{key}: {machine[key] * 100:.0f} % of the CPUs were busy with other work")
+    w += benchlib.busy_warnings(machine)
     if any(e.get("checksum_mismatch") for e in errors):
         w.append("CHECKSUM MISMATCH: comex returned different memory contents than the native run")
     if errors:

@@ -370,9 +370,7 @@ def warnings_for(results, polling, errors, machine, quick):
         if cfg.poll and cfg.kind == "comex" and None in polling.get(cfg.name, []):
             w.append(f"{cfg.name}: in some runs the memnode found its polling core claimed by another "
                      f"memnode on this host and slept instead; those numbers are not polling numbers")
-    for key in ("background_cpu_busy_start", "background_cpu_busy_end"):
-        if (machine.get(key) or 0) > 0.2:
-            w.append(f"{key}: {machine[key] * 100:.0f} % of the CPUs were busy with other work")
+    w += benchlib.busy_warnings(machine)
     if errors:
         w.append(f"{len(errors)} measurement(s) failed; see 'errors'")
     if quick:
