@@ -259,7 +259,7 @@ class ComexMode(Mode):
              "headroom": "max(12 MiB, min(64 MiB, limit/8)) via --local-mem auto --headroom"}
         if self.net_rate:
             d["network"] = [n.describe() for n in self.netns] or "netns + veth + tbf %d Gbit/s" % self.net_rate
-            d["ucx_env"] = {"UCX_TLS": "tcp", "UCX_NET_DEVICES": "<veth of each side>"}
+            d["ucx_env"] = {"UCX_TLS": "tcp", "UCX_NET_DEVICES": "the bridge (client), the veth (memnode)"}
         else:
             d["network"] = "loopback"
         return d

@@ -44,24 +44,34 @@ def cell(doc, s, w=None):
     """'median (min–max)' slowdown, or the reason it is missing."""
     w = w or s["workload"]
     m = s.get(s["metric"])
-    if not m:
-        why = s["failed"][0] if s["failed"] else "no run"
-        why = str(why)
-        if "OOM" in why:
-            why = "OOM-killed"
-        elif "timed out" in why or "timeout" in why:
-            why = "timeout"
-        elif "larger fraction" in why:
-            why = "skipped"
-        elif "differs" in why:
-            why = "WRONG OUTPUT"
+
+    def short(why):
+            if why.startswith("OOM"):
+                return "OOM-killed"
+            if why.startswith("timeout"):
+                return "timeout"
+            if "larger fraction" in why:
+                return "skipped after a timeout"
+            if "differs" in why:
+                return "WRONG OUTPUT"
+            if "no room beside its buffers" in why:
+                return "comex cannot start (budget < buffers)"
         return why[:40]
+
+    def kinds(whys):
+        out = []
+        for w in whys:
+            if short(str(w)) not in out:
+                out.append(short(str(w)))
+        return " / ".join(out)
+    if not m:
+        return kinds(s["failed"] or ["no run"])
     lo, hi = sorted((slow(doc, w, m["min"]), slow(doc, w, m["max"])))
     txt = "%.2fx (%.2f–%.2f)" % (slow(doc, w, m["median"]), lo, hi) if m["n"] > 1 else "%.2fx" % slow(doc, w, m["median"])
     if s.get("warn_spread"):
         txt += " ⚠"
     if s["verified_runs"] < s["runs"]:
-        txt += " (%d/%d ok)" % (s["verified_runs"], s["runs"])
+        txt += " (%d/%d ok; else %s)" % (s["verified_runs"], s["runs"], kinds(s["failed"]))
     return txt
 
 
@@ -470,8 +480,9 @@ def render():
              ("tax", sec_tax)]
     for name, fn in order:
         if name in docs:
-            docs[name]["_path"] = docs[name]["_path"]
-            fn(docs[name], out, plt)
+            d = docs[name]
+            d["summary"] = results.summarize(d["records"], lambda w, d=d: metric(d, w))
+            fn(d, out, plt)
     sec_warnings(docs, out)
     if skipped:
         out.append("## Result files not merged\n")
@@ -486,18 +497,23 @@ def render():
 
 
 def describe_mode(d):
-    parts = []
-    for k, v in d.items():
-        if k in ("name", "network") and not isinstance(v, str):
-            continue
-        if k == "network" and isinstance(v, list):
-            continue
-        parts.append("%s %s" % (k, v))
-    if isinstance(d.get("network"), list) and d["network"]:
-        n = d["network"][0]
-        parts.append("memnodes in their own network namespaces behind veth pairs on bridge %s, tbf %d Gbit/s on both "
-                     "ends" % (n["bridge"], n["rate_gbit"]))
-    return "; ".join(parts)
+    n = d.get("name")
+    if n == "local":
+        return "no memory limit"
+    if n == "swap-disk":
+        return "Linux swap on a %d MiB swap file on the local disk (%s)" % (d.get("size_mib", 0), d.get("fs", "?"))
+    if n == "zram":
+        return "Linux swap on %s, %d MiB, %s" % (d.get("dev"), d.get("size_mib", 0), d.get("comp_algorithm"))
+    txt = ("comex run --local-mem auto --headroom max(12 MiB, min(64 MiB, M/8)), swap off for the cgroup; "
+           "%d memnodes (pool %d MiB each, fresh per run) outside the cgroup, UCX over TCP, "
+           % (d.get("memnodes", 2), d.get("pool_mib", 0)))
+    net = d.get("network")
+    if isinstance(net, list) and net:
+        txt += ("each memnode in its own network namespace, its veth pair on bridge %s; tbf %d Gbit/s on both ends "
+                "of every veth; UCX_TLS=tcp, UCX_NET_DEVICES = bridge / veth" % (net[0]["bridge"], net[0]["rate_gbit"]))
+    else:
+        txt += "on loopback"
+    return txt
 
 
 def demo_table(doc):

@@ -28,6 +28,25 @@ def config_key(r):
             r.get("param"), r.get("value"))
 
 
+def reason(r):
+    """Why a run has no result, in a few words."""
+    if r.get("refused"):
+        return "refused: %s" % r["refused"]
+    if r.get("skipped"):
+        return "skipped: %s" % r["skipped"]
+    if r.get("ok"):
+        return "output differs from local"
+    err = r.get("error") or "failed"
+    tail = r.get("stderr_tail") or ""
+    if "leave no room" in tail:
+        return "comex refused to start: the budget leaves no room beside its buffers"
+    if "OOM kills" in err:
+        return "OOM-killed (%s)" % err
+    if "timed out" in err:
+        return "timeout (%s)" % err
+    return err
+
+
 def summarize(records, metric_of):
     groups = {}
     for r in records:
@@ -40,8 +59,7 @@ def summarize(records, metric_of):
         good = [r for r in rs if r.get("ok") and r.get("verified")]
         s = {"workload": w, "mode": mode, "fraction": frac, "k": k, "comex_opts": list(opts), "param": param,
              "value": value, "runs": len(rs), "verified_runs": len(good),
-             "failed": [r.get("refused") or r.get("skipped") or r.get("error") or
-                        ("output differs" if r.get("ok") else "failed") for r in rs if not (r.get("ok") and r.get("verified"))],
+             "failed": [reason(r) for r in rs if not (r.get("ok") and r.get("verified"))],
              "metric": metric_of(w)}
         for m in SUMMARY_KEYS:
             vals = [r[m] for r in good if r.get(m) is not None]
