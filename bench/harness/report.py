@@ -46,16 +46,16 @@ def cell(doc, s, w=None):
     m = s.get(s["metric"])
 
     def short(why):
-            if why.startswith("OOM"):
-                return "OOM-killed"
-            if why.startswith("timeout"):
-                return "timeout"
-            if "larger fraction" in why:
-                return "skipped after a timeout"
-            if "differs" in why:
-                return "WRONG OUTPUT"
-            if "no room beside its buffers" in why:
-                return "comex cannot start (budget < buffers)"
+        if why.startswith("OOM"):
+            return "OOM-killed"
+        if why.startswith("timeout"):
+            return "timeout"
+        if "larger fraction" in why:
+            return "skipped after a timeout"
+        if "differs" in why:
+            return "WRONG OUTPUT"
+        if "no room beside its buffers" in why:
+            return "comex cannot start (budget < buffers)"
         return why[:40]
 
     def kinds(whys):
