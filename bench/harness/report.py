@@ -251,8 +251,8 @@ def sec_faults(doc, out, plt):
                "path; read/written are bytes moved to and from the memnodes, also as a multiple of the footprint "
                "(amplification). Result file `%s`.\n" % doc["_path"])
     out.append("| workload | limit | slowdown | zero | wbuf hit | rbuf hit | remote | prefetch-mapped | wp | evicted | "
-               "read (x fp) | written (x fp) | remote time | evict time |")
-    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+               "read (x fp) | written (x fp) | remote time | µs / remote read | evict time | run time |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     rows = sorted((s for s in doc["summary"] if s["mode"] == "comex"), key=lambda s: (s["workload"], -(s["fraction"] or 0)))
     bars = []
     for s in rows:
@@ -260,14 +260,14 @@ def sec_faults(doc, out, plt):
         w = s["workload"]
         fp = doc["references"][w]["footprint_bytes"]
         if not cs:
-            out.append("| %s | %d %% | %s | | | | | | | | | | | |" % (w, s["fraction"], cell(doc, s)))
+            out.append("| %s | %d %% | %s | | | | | | | | | | | | | |" % (w, s["fraction"], cell(doc, s)))
             continue
         t = (s.get("time_s") or {}).get("median") or 0
-        out.append("| %s | %d %% | %s | %d | %d | %d | %d | %d | %d | %d | %.0f MiB (%.1f) | %.0f MiB (%.1f) | %.1f s | %.1f s |" % (
+        out.append("| %s | %d %% | %s | %d | %d | %d | %d | %d | %d | %d | %.0f MiB (%.1f) | %.0f MiB (%.1f) | %.1f s | %.0f | %.1f s | %.1f s |" % (
             w, s["fraction"], cell(doc, s), cs["faults_zero"], cs["faults_wbuf_hit"], cs["faults_rbuf_hit"],
             cs["faults_remote"], cs["pages_prefetch_mapped"], cs["faults_wp"], cs["pages_evicted"],
             cs["bytes_read"] / 2**20, cs["bytes_read"] / fp, cs["bytes_written"] / 2**20, cs["bytes_written"] / fp,
-            cs["ns_remote"] / 1e9, cs["ns_evict"] / 1e9))
+            cs["ns_remote"] / 1e9, cs["ns_remote"] / 1e3 / max(1, cs["faults_remote"]), cs["ns_evict"] / 1e9, t))
         bars.append((w, s["fraction"], cs, t))
     out.append("")
     if bars:

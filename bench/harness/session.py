@@ -152,7 +152,8 @@ class Session:
             return rec
         timeout = self.args.timeout
         if ref and not w.higher_is_better:
-            timeout = min(timeout, max(self.args.min_timeout, ref["metric"] * self.args.timeout_factor))
+            # k programs share the machine's cores: allow each k times as long
+            timeout = min(timeout, max(self.args.min_timeout, ref["metric"] * self.args.timeout_factor) * k)
         rec["timeout_s"] = timeout
         vm0 = sysenv.vmstat()
         cpu0 = sysenv.cpu_times()
