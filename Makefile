@@ -34,6 +34,7 @@ install: build
 
 bench: build
 	python3 bench/transport.py --build $(BUILD)
+	python3 bench/pager.py --build $(BUILD)
 
 # The evaluation against swap-disk, zram and all-local (docs/BENCH.md, ~50 min, root):
 # JSON in bench/results, plots in docs/img, docs/RESULTS.md.
@@ -43,7 +44,6 @@ bench-eval: build
 # Every mode once at a tiny size, outputs verified (also part of `make test`).
 bench-smoke: build
 	/usr/bin/python3 -m bench.harness smoke --quick --build $(BUILD) --no-save
-	python3 bench/pager.py --build $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD)
