@@ -39,6 +39,7 @@ struct tp {
 	struct tp_callbacks cb;
 	struct tp_ep *eps;
 	bool rma;
+	uint64_t late_events;   /* progress found work after a poll timed out */
 };
 
 struct rma_ctx { struct tp_ep *ep; struct tp_op *op; };
@@ -554,23 +555,33 @@ int tp_rma(struct tp_ep *e, enum tp_rma_kind kind, void *local, size_t len, uint
 }
 
 #define STALL_NS 3000000000ull /* a pass of the loop below that long was a freeze */
+/* Longest sleep on the event fd. UCX over TCP sometimes has work without
+ * signalling the fd (seen as stalls of seconds under load with 1 s sleeps);
+ * waking 100 times a second bounds what a missed wake-up costs, for a few
+ * µs of CPU per wake. */
+#define POLL_MS 10
 
 int tp_run(struct tp *t, bool (*done)(void *arg), void *arg, uint64_t spin_ns, uint64_t timeout_ns)
 {
 	uint64_t start = now_ns(), last = start, prev = start;
+	bool slept_out = false;
 
 	for (;;) {
 		unsigned n = 0, k;
 		uint64_t now;
 		struct pollfd pfd = { .fd = t->efd, .events = POLLIN };
-		int ms = 1000;
+		int ms = POLL_MS, rc;
 
 		while ((k = ucp_worker_progress(t->worker)))
 			n += k;
+		if (n && slept_out && !t->late_events++)
+			log_info("UCX had work although its event fd stayed quiet for %d ms; "
+				 "waking every %d ms to make up for missed wake-ups", POLL_MS, POLL_MS);
+		slept_out = false;
 		if (done(arg))
 			return 0;
 		now = now_ns();
-		/* Each pass takes at most a 1 s poll plus progress; a much longer
+		/* Each pass takes at most a 10 ms poll plus progress; a much longer
 		 * gap means this process (or the VM) was frozen, not that the peer
 		 * was slow, so that time does not count against the timeout. */
 		if (now - prev > STALL_NS)
@@ -584,10 +595,12 @@ int tp_run(struct tp *t, bool (*done)(void *arg), void *arg, uint64_t spin_ns, u
 			continue;
 		if (ucp_worker_arm(t->worker) == UCS_ERR_BUSY)
 			continue;  /* events arrived since the last progress */
-		if (timeout_ns)
+		if (timeout_ns && (timeout_ns - (now - start)) / 1000000 + 1 < (uint64_t)ms)
 			ms = (int)((timeout_ns - (now - start)) / 1000000) + 1;
-		if (poll(&pfd, 1, ms < 1000 ? ms : 1000) < 0 && errno == EINTR && !done(arg))
+		rc = poll(&pfd, 1, ms);
+		if (rc < 0 && errno == EINTR && !done(arg))
 			return -EINTR;
+		slept_out = rc == 0;
 		last = now_ns(); /* woken: spin again for the burst that follows */
 	}
 }

@@ -267,11 +267,16 @@ static bool evict_dirty(uint64_t idx, const char *src)
 	uint32_t pfn;
 
 	if (page_is_zero(src)) {
-		P.pt[idx] = pte_set_state(P.pt[idx], PTE_EMPTY);
+		if (P.pt[idx] & PTE_KEEP)
+			release_frame(pte_node(P.pt[idx]), pte_pfn(P.pt[idx]));
+		P.pt[idx] = pte_set_state(P.pt[idx] & ~PTE_KEEP, PTE_EMPTY);
 		STAT_ADD(P.c.stats, pages_dropped_zero, 1);
 		return true;
 	}
-	if (take_frame(&node, &pfn)) {
+	if (P.pt[idx] & PTE_KEEP) {
+		node = pte_node(P.pt[idx]);
+		pfn = pte_pfn(P.pt[idx]);
+	} else if (take_frame(&node, &pfn)) {
 		if (!P.full_warned)
 			log_warn("every memnode is full: keeping pages resident beyond the local budget");
 		P.full_warned = true;
@@ -449,7 +454,10 @@ static void install_remote(uint64_t idx, const void *src, bool write, unsigned n
 	install(idx, src, !write, node, pfn);
 	rbuf_drop(P.rb, idx);
 	if (write && pte_resident(P.pt[idx])) {
-		release_frame(node, pfn);
+		if (P.c.keep_frames)
+			P.pt[idx] |= PTE_KEEP;
+		else
+			release_frame(node, pfn);
 		P.pt[idx] |= PTE_REF;
 	}
 }
@@ -561,7 +569,11 @@ static void fault_wp(uint64_t idx)
 		uffd_wake(P.c.uffd, page_addr(idx), PAGE_SIZE);
 		return;
 	}
-	release_frame(pte_node(e), pte_pfn(e));
+	if (P.c.keep_frames) {
+		e |= PTE_KEEP;
+	} else {
+		release_frame(pte_node(e), pte_pfn(e));
+	}
 	P.pt[idx] = pte_set_state(e, PTE_DIRTY) | PTE_REF;
 	err = uffd_wp(P.c.uffd, page_addr(idx), PAGE_SIZE, 0);
 	if (err)
@@ -714,6 +726,8 @@ static void forget(uint64_t lo, uint64_t hi, unsigned to)
 			rbuf_drop(P.rb, i);
 			break;
 		case PTE_DIRTY:
+			if (e & PTE_KEEP)
+				release_frame(pte_node(e), pte_pfn(e));
 			res--;
 			break;
 		case PTE_WBUF:
@@ -820,6 +834,7 @@ static int move_pages(uint64_t from, uint64_t to, uint64_t n)
 				if (err)
 					return err;
 				became_resident(to + i, s, pte_node(e), pte_pfn(e));
+				P.pt[to + i] |= e & PTE_KEEP; /* the frame moves with the page */
 				set_resident(-1);
 			} else {
 				memcpy(page_addr(to + i), page_addr(from + i), PAGE_SIZE);

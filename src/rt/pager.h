@@ -20,7 +20,7 @@ struct pager_config {
 	uint64_t heap_pages;      /* [0, heap_pages): the allocator's arena, handed out as a whole */
 	uint64_t budget_pages;    /* resident program pages allowed */
 	uint32_t prefetch, rbuf_pages, wbuf_pages, flush_run, evict_batch, evict_ahead, zero_window;
-	bool clock, prefetch_map, prefetch_stream;
+	bool clock, prefetch_map, prefetch_stream, keep_frames;
 	uint64_t spin_ns;
 	uint64_t wedge_after;     /* test hook: stop serving after this many faults (0: never) */
 	int uffd;

@@ -20,10 +20,14 @@ enum pte_state {
 };
 
 /* bits 0-2 state, 3 referenced (second chance), 4-15 generation (matches the
- * eviction ring's item for this residency), 16-23 node, 24-55 pfn. */
+ * eviction ring's item for this residency), 16-23 node, 24-55 pfn, 56 keep.
+ * Keep (DIRTY only, never carried over by pte_make): the page still owns its
+ * frame (node, pfn) and will be rewritten there, so pages evicted together
+ * stay in consecutive frames and come back in one read. */
 typedef uint64_t pte_t;
 
 #define PTE_REF    (1ull << 3)
+#define PTE_KEEP   (1ull << 56)
 #define PTE_GEN_SHIFT 4
 #define PTE_GEN_MASK  0xfffull
 

@@ -183,6 +183,7 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 		.clock = !strcmp(policy, "clock"),
 		.prefetch_map = opt_num(&opts, OPT_PREFETCH_MAP),
 		.prefetch_stream = opt_num(&opts, OPT_PREFETCH_STREAM),
+		.keep_frames = opt_num(&opts, OPT_KEEP_FRAMES),
 		.spin_ns = opt_num(&opts, OPT_HANDLER_SPIN),
 		.wedge_after = wedge ? strtoull(wedge, NULL, 10) : 0,
 		.uffd = uffd, .client = cl, .stats = stats,

@@ -118,7 +118,9 @@ compare() {
   if [ $rc -ne 0 ]; then
     [ $rc -eq 124 ] && fail "$name" "hung under comex run (no exit after ${hang_guard}s)" \
                     || fail "$name" "exit status $rc under comex run (0 natively)"
-    sed 's/^/    /' "$dir/$name.err" | tail -n 5
+    # the runtime's own errors first (the memnode's log, printed after them, can be long)
+    grep -E "^comex: (error|warning)" "$dir/$name.err" | head -n 5 | sed 's/^/    /'
+    sed 's/^/    /' "$dir/$name.err" | tail -n 8
     return
   fi
   if ! cmp -s "$dir/$name.native" "$dir/$name.comex"; then
