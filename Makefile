@@ -43,7 +43,8 @@ bench-eval: build
 
 # Every mode once at a tiny size, outputs verified (also part of `make test`).
 bench-smoke: build
-	/usr/bin/python3 -m bench.harness smoke --quick --build $(BUILD) --no-save
+	/usr/bin/python3 -m bench.harness smoke --build $(BUILD) --no-save --runs 1 --workloads mt,python \
+	  --sizes mt=48,python=64 --fractions 90
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD)

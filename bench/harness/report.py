@@ -271,7 +271,7 @@ def sec_faults(doc, out, plt):
         bars.append((w, s["fraction"], cs, t))
     out.append("")
     if bars:
-        fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(bars)), 4.2))
+        fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(bars)) + 2.5, 4.2))
         x = range(len(bars))
         bottom = [0.0] * len(bars)
         for k, label in FAULT_KEYS:
@@ -285,7 +285,7 @@ def sec_faults(doc, out, plt):
         ax.set_xticklabels(["%s\n%d%%" % (w, f) for (w, f, _, _) in bars], fontsize=7)
         ax.set_ylabel("% of page arrivals")
         ax.set_title("comex page-fault activity per workload and limit (cf. COMEX Fig. 14)")
-        ax.legend(fontsize=7, loc="lower right")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         fig.tight_layout()
         fig.savefig(IMG / "bench-faults.png", dpi=110)
         plt.close(fig)
