@@ -96,9 +96,11 @@ def modes_of(doc):
 def meta_lines(doc):
     m = doc["metadata"]
     c = m["checked"]
-    return ("%s, %d cores, %d MiB RAM, kernel %s, THP %s, cgroup %s, UCX %s, git %s%s; load average %s before, %s after"
+    return ("%s, %d cores, %d MiB RAM, kernel %s, THP %s, cgroup %s, UCX %s, comex binaries sha256 %s "
+            "(repository HEAD %s at the start%s); load average %s before, %s after"
             % (c["cpu"], c["cores"], c["mem_total_mib"], c["kernel"], c["thp"], c["cgroup"], m.get("ucx"),
-               c["git_rev"][:12], " (dirty tree)" if m.get("git_dirty") else "",
+               c.get("build_sha256", "?"), m.get("git_rev", c.get("git_rev", "?"))[:12],
+               " + uncommitted changes of others" if m.get("git_dirty") else "",
                "/".join("%.1f" % x for x in m["load_before"]), "/".join("%.1f" % x for x in m.get("load_after", []))))
 
 
@@ -462,16 +464,14 @@ def render():
         elif m in refused:
             out.append("- **%s**: REFUSED — %s" % (m, refused[m]))
     out.append("")
-    out.append("Workloads (footprint = peak RSS of the unlimited local run; every run's output is checked against "
-               "the local run's):\n")
+    out.append("Workloads (footprint = peak RSS of the unlimited local run, given per experiment below with the "
+               "exact command lines in the result files; every run's output is checked against the local run's):\n")
     wl = {}
     for d in docs.values():
         for w, p in d.get("workloads", {}).items():
             wl.setdefault(w, (p, d["references"].get(w)))
     for w, (p, ref) in sorted(wl.items()):
-        out.append("- **%s** — %s; %s%s" % (w, p.get("description", ""), "footprint %d MiB" % (ref["footprint_bytes"] >> 20)
-                                            if ref else "", "" if not p.get("argv") else "; `%s`" % " ".join(
-                                                os.path.basename(x) if i == 0 else str(x) for i, x in enumerate(p["argv"]))))
+        out.append("- **%s** — %s" % (w, p.get("description", "")))
     out.append("")
     if NOTES.exists():
         out.append(NOTES.read_text().strip())

@@ -174,6 +174,20 @@ def ucx_version():
     return (p.stdout.strip() if p and p.returncode == 0 else "") or "unknown"
 
 
+def build_sha(build):
+    """Hash of the binaries under test (comex, libcomex-rt.so): the code that
+    ran, whatever the repository's HEAD was (others commit while we run)."""
+    import hashlib
+    h = hashlib.sha256()
+    for f in ("comex", "libcomex-rt.so"):
+        try:
+            with open(os.path.join(build, f), "rb") as fh:
+                h.update(fh.read())
+        except OSError:
+            h.update(b"missing " + f.encode())
+    return h.hexdigest()[:16]
+
+
 def metadata(build, options):
     rev, dirty = git_rev()
     return {
@@ -184,9 +198,10 @@ def metadata(build, options):
             "cores": os.cpu_count(),
             "mem_total_mib": meminfo_kib("MemTotal") // 1024,
             "thp": thp(),
-            "git_rev": rev,
+            "build_sha256": build_sha(build),
             "cgroup": cgroup_version(),
         },
+        "git_rev": rev,
         "git_dirty": dirty,
         "hostname": socket.gethostname(),
         "python": platform.python_version(),
