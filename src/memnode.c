@@ -357,7 +357,7 @@ int memnode_main(const struct options *o)
 	err = pool_alloc(bytes, opt_num(o, OPT_HUGEPAGES), opt_num(o, OPT_MLOCK), &pool);
 	if (err)
 		return err;
-	err = tp_create(&cb, rma, &m.tp);
+	err = tp_create(&cb, (rma ? TP_RMA : 0) | (opt_num(o, OPT_SHM) ? TP_SHM : 0), &m.tp);
 	if (err)
 		goto cleanup_pool;
 	err = tp_listen(m.tp, opt_str(o, OPT_LISTEN), pool, bytes, &li);

@@ -41,10 +41,16 @@ struct tp_op {
 
 enum tp_rma_kind { TP_GET, TP_PUT, TP_FLUSH };
 
-/* rma: enable one-sided operations (and so UCX's software emulation of
- * them, which does no address checks: never on a memnode whose clients are
- * not trusted). */
-int tp_create(const struct tp_callbacks *cb, bool rma, struct tp **out);
+enum tp_flags {
+	/* enable one-sided operations (and so UCX's software emulation of them,
+	 * which does no address checks: never on a memnode whose clients are
+	 * not trusted) */
+	TP_RMA = 1,
+	/* let UCX use shared memory with a peer on the same host (both sides
+	 * need it; other peers still get TCP or RDMA) */
+	TP_SHM = 2,
+};
+int tp_create(const struct tp_callbacks *cb, unsigned flags, struct tp **out);
 void tp_destroy(struct tp *t);
 
 struct tp_listen_info {

@@ -1,6 +1,7 @@
-/* End to end over real `comex memnode` processes and UCX over TCP: 100 000 pages
- * round trip, two clients, tokens, isolation, disconnect clean-up, full pool,
- * one-sided mode, and dead or stopped memnodes. */
+/* End to end over real `comex memnode` processes and UCX over TCP: 100 000
+ * pages round trip, two clients, tokens, isolation, disconnect clean-up, full
+ * pool, one-sided mode, dead or stopped memnodes; then again over shared memory
+ * (option shm). */
 #include <pthread.h>
 
 #include "e2e.h"
@@ -245,9 +246,15 @@ int main(void)
 	test_rma_path();
 	test_memnode_dies(SIGKILL);
 	test_memnode_dies(SIGSTOP);
-	/* Same paths over UCX's own choice on one host (shared memory, CMA). */
-	setenv("UCX_TLS", "all", 1);
+	/* Same paths with UCX's own choice and the shm option: shared memory
+	 * between the memnode and its clients on this host. */
+	unsetenv("UCX_TLS");
+	setenv("COMEX_SHM", "true", 1);
 	test_two_clients();
+	test_tokens_and_isolation();
+	test_disconnect_returns_frames();
 	test_rma_path();
+	test_memnode_dies(SIGKILL);
+	test_memnode_dies(SIGSTOP);
 	return 0;
 }

@@ -113,7 +113,7 @@ static inline int managed(void)
 /* The pager may talk to memnodes (releasing frames, flushing) on behalf of
  * the calling program thread: whatever UCX allocates then must stay outside
  * the region, as if this were a runtime thread. */
-#define AS_RUNTIME(expr) ({ rt_internal++; __typeof__(expr) r_ = (expr); rt_internal--; r_; })
+#define AS_RUNTIME(expr) ({ locale_t l_ = rt_enter(); __typeof__(expr) r_ = (expr); rt_leave(l_); r_; })
 
 static void *fail_ptr(int err)
 {
@@ -215,11 +215,12 @@ static void *internal_start(void *p)
 
 	__libc_free(p);
 	rt_internal = 1;
+	uselocale(rt_c_locale);
 	return s.fn(s.arg);
 }
 
 /* Threads created by the runtime's own threads (UCX's progress thread) are
- * runtime threads too. */
+ * runtime threads too, in the C locale (rt.h). */
 EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
 	static int (*next)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);

@@ -24,6 +24,7 @@
 
 __thread int rt_internal __attribute__((tls_model("initial-exec")));
 int rt_mode;
+locale_t rt_c_locale;
 char *rt_heap_lo, *rt_heap_hi, *rt_region_hi;
 
 static struct options opts;
@@ -77,6 +78,7 @@ void rt_early(void)
 		return;
 	}
 	rt_internal++;
+	rt_c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
 	log_set_prefix("comex");
 	if (getenv("COMEX_LOCAL_MEM") && !options_configure(&opts, SC_RUN, 1, argv, &first)) {
 		log_threshold = (int)opt_num(&opts, OPT_LOG_LEVEL);
@@ -128,11 +130,19 @@ static void *watchdog_main(void *arg)
 	return NULL;
 }
 
-static void fork_prepare(void) { pager_fork(0); }
-static void fork_parent(void) { pager_fork(1); }
+static void fork_phase(int phase)
+{
+	locale_t prev = rt_enter();
+
+	pager_fork(phase);
+	rt_leave(prev);
+}
+
+static void fork_prepare(void) { fork_phase(0); }
+static void fork_parent(void) { fork_phase(1); }
 static void fork_child(void)
 {
-	pager_fork(2);
+	fork_phase(2);
 	rt_mode = RT_DETACHED;
 }
 

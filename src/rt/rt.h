@@ -7,6 +7,7 @@
 #ifndef COMEX_RT_RT_H
 #define COMEX_RT_RT_H
 
+#include <locale.h>
 #include <stdbool.h>
 
 enum rt_mode { RT_OFF, RT_MANAGED, RT_DETACHED };
@@ -15,7 +16,28 @@ extern __thread int rt_internal __attribute__((tls_model("initial-exec")));
 extern int rt_mode;
 extern char *rt_heap_lo, *rt_heap_hi, *rt_region_hi; /* heap arena, then the mmap area */
 
+/* The C locale, which libc keeps in static memory. Runtime code runs under it:
+ * libc calls on the fault path (UCX's keepalive parses /proc with sscanf)
+ * must not read the program's locale, which setlocale() put in managed
+ * memory that may be evicted: the handler would wait for itself. */
+extern locale_t rt_c_locale;
+
 void rt_early(void);
+
+/* Runtime code on a program thread (an interposed call reaching the pager, a
+ * fork handler): allocations outside the region, libc in the C locale.
+ * Returns what rt_leave restores. */
+static inline locale_t rt_enter(void)
+{
+	rt_internal++;
+	return uselocale(rt_c_locale);
+}
+
+static inline void rt_leave(locale_t prev)
+{
+	uselocale(prev);
+	rt_internal--;
+}
 
 static inline bool rt_in_heap(const void *p)
 {
