@@ -276,7 +276,11 @@ static int next_flag(int argc, char **argv, int *ai, const char **name, size_t *
 	*nlen = strlen(a);
 	int i = find_opt(a, *nlen);
 	if (i >= 0 && defs[i].type == OPT_BOOL) {
-		*value = "true"; /* a bare boolean flag switches it on */
+		/* a bare boolean flag switches it on; "--flag true|false" is read as
+		 * its value, never as the program to run (comex run -- true exists) */
+		bool given = *ai + 1 < argc && (!strcmp(argv[*ai + 1], "true") || !strcmp(argv[*ai + 1], "false"));
+
+		*value = given ? argv[++*ai] : "true";
 		return 0;
 	}
 	if (*ai + 1 >= argc) {

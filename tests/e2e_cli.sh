@@ -10,6 +10,9 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 out=$("$bin" memnode --pool lots 2>&1) && fail "bad size accepted"
 grep -q "option pool (from command line): 'lots' is not a size" <<<"$out" || fail "bad size message: $out"
+# "--flag false" is the flag's value, not the first non-option (a program for comex run)
+out=$("$bin" memnode --mlock false --pool lots 2>&1) && fail "bad size after a boolean accepted"
+grep -q "option pool (from command line): 'lots'" <<<"$out" || fail "boolean flag took no value: $out"
 out=$(COMEX_IDLE_SPIN=fast "$bin" memnode 2>&1) && fail "bad env accepted"
 grep -q "option idle-spin (from environment)" <<<"$out" || fail "env error does not name the option: $out"
 printf 'pool = 1G\nbogus = 1\n' >"$dir/bad.conf"
