@@ -60,6 +60,7 @@ class Config:
     poll: bool                # server (memnode / raw server) busy-polls
     ucx_tls: str | None = None   # UCX_TLS for memnode and client; None = UCX's default
     data_path: str | None = None # memnode --data-path
+    shm: bool = False            # option shm on memnode and client: UCX may use shared memory
 
     def describe(self):
         d = dataclasses.asdict(self)
@@ -82,6 +83,8 @@ CONFIGS = [
     Config("ucx-tcp-rma-sleep", "comex", False, "tcp", "rma"),
     Config("ucx-default-validated-poll", "comex", True, None, "validated"),
     Config("ucx-default-rma-poll", "comex", True, None, "rma"),
+    Config("ucx-shm-validated-poll", "comex", True, None, "validated", shm=True),
+    Config("ucx-shm-validated-sleep", "comex", False, None, "validated", shm=True),
 ]
 
 # 4 KiB read ratios reported against the acceptance criterion (comex / raw TCP,
@@ -96,6 +99,8 @@ INFO_PAIRS = [
     ("ucx-default-validated-poll", "rawtcp-poll"),
     ("ucx-default-rma-poll", "rawtcp-poll"),
     ("ucx-tcp-validated-poll", "rawtcp-sleep"),
+    ("ucx-shm-validated-poll", "rawtcp-poll"),
+    ("ucx-shm-validated-poll", "ucx-tcp-validated-poll"),
 ]
 
 
@@ -116,6 +121,8 @@ def memnode_flags(cfg, token):
              "--data-path", cfg.data_path]
     if not cfg.poll:
         flags += ["--idle-spin", "0"]  # polling uses the default idle-spin
+    if cfg.shm:
+        flags += ["--shm", "true"]
     return flags
 
 
@@ -181,7 +188,7 @@ def bench_flags(cfg, port, token):
     flags = ["--cpu", str(CLIENT_CPU)]
     if cfg.kind == "rawtcp":
         return flags + ["--client-poll"] + (["--server-poll"] if cfg.poll else [])
-    return flags + ["--memnode", f"127.0.0.1:{port}", "--token-file", token]
+    return flags + ["--memnode", f"127.0.0.1:{port}", "--token-file", token] + (["--shm", "true"] if cfg.shm else [])
 
 
 def run_bench(bench, cfg, size, iters, port, token):
@@ -591,7 +598,10 @@ path fails instead of producing numbers). Each op is timed on its own with
   `--idle-spin 0`. `validated` moves pages in READ/WRITE messages checked
   against the client's frames; `rma` hands the client the pool key for
   one-sided get/put. `ucx-tcp-*` sets `UCX_TLS=tcp`; `ucx-default-*` leaves
-  `UCX_TLS` unset so UCX chooses (the lanes it chose are listed below).
+  `UCX_TLS` unset so UCX chooses (the lanes it chose are listed below);
+  `ucx-shm-*` also passes `--shm true` to memnode and client, which lets UCX
+  use shared memory on one host (docs/DECISIONS.md D10; what `comex run`
+  does with its embedded memnode).
 - **raw TCP baseline** (`transport_bench rawtcp`): a forked server holding
   a buffer; loopback TCP with `TCP_NODELAY`; the client sends an 8-byte
   header (plus the payload for a write), the server answers with the payload
