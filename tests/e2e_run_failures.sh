@@ -21,8 +21,14 @@ stopped() {
 
 # 1. the fault handler stops serving after 2000 faults: the watchdog ends the program
 rc=0
+live_stats() { ls /dev/shm | grep '^comex-stats\.' | sort; }
+before=$(live_stats)
 COMEX_TEST_WEDGE_AFTER=2000 under_comex wedge 32M --watchdog 2s -- "$wd" 128 3 || rc=$?
 stopped wedge $rc
+# the killed program cannot remove its live counters: comex run does
+for f in $(comm -13 <(echo "$before") <(live_stats)); do
+  kill -0 "${f#comex-stats.}" 2>/dev/null || fail wedge "left /dev/shm/$f behind"
+done
 
 # 2. a separate memnode, SIGKILLed (then SIGSTOPped) while the program depends on it
 "$bin" token "$dir/token" >/dev/null || { fail token "comex token"; finish; }

@@ -386,6 +386,9 @@ static int run_program(const char *path, char **argv)
 	signal(SIGQUIT, forward);
 	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
 		;
+	/* a program killed outright (SIGKILL, the watchdog) cannot remove its
+	 * live counters from /dev/shm itself */
+	stats_unlink(child);
 	if (WIFSIGNALED(status)) {
 		log_info("%s was killed by signal %d (%s)", path, WTERMSIG(status), strsignal(WTERMSIG(status)));
 		return 128 + WTERMSIG(status);
