@@ -19,8 +19,10 @@ struct pager_config {
 	uint64_t npages;
 	uint64_t heap_pages;      /* [0, heap_pages): the allocator's arena, handed out as a whole */
 	uint64_t budget_pages;    /* resident program pages allowed */
-	uint32_t prefetch, rbuf_pages, wbuf_pages, flush_run, evict_batch, evict_ahead, zero_window;
-	bool clock, prefetch_map, prefetch_stream, keep_frames;
+	uint32_t prefetch, rbuf_pages, wbuf_pages, flush_run, evict_batch, zero_window;
+	bool clock, prefetch_map, adaptive, keep_frames;
+	bool async;               /* descriptor has WP_ASYNC and MOVE: writes to clean pages never fault */
+	bool reclaimer;           /* evict on the reclaimer thread between watermarks */
 	uint64_t spin_ns;
 	uint64_t wedge_after;     /* test hook: stop serving after this many faults (0: never) */
 	int uffd;
@@ -31,6 +33,8 @@ struct pager_config {
 int pager_init(const struct pager_config *cfg);
 /* The handler thread's body; never returns. */
 void pager_run(void);
+/* The reclaimer thread's body (when cfg->reclaimer); never returns. */
+void *pager_reclaimer(void *arg);
 /* Watchdog probe: nanoseconds the handler has been stuck on one batch of
  * faults (0 if idle or progressing), and the address it is serving. */
 uint64_t pager_stuck_ns(uint64_t now_ns, uintptr_t *addr_out);

@@ -104,6 +104,12 @@ static void *handler_main(void *arg)
 	return NULL;
 }
 
+static void *reclaimer_main(void *arg)
+{
+	rt_internal = 1;
+	return pager_reclaimer(arg);
+}
+
 /* Stops the program when the handler has been stuck on one batch of faults
  * for longer than the watchdog option: a wedged handler must not leave the
  * program hanging forever. */
@@ -157,6 +163,8 @@ static int budget(unsigned nodes, struct pager_config *pc)
 		return -EINVAL;
 	}
 	stats->local_mem_bytes = m;
+	if (pc->adaptive && pc->prefetch_map)
+		pc->rbuf_pages = pc->prefetch; /* no read buffer: a landing area for one plan */
 
 	if (pc->rbuf_pages + wb > (m >> PAGE_SHIFT) / 4) {
 		uint64_t rb = (m >> PAGE_SHIFT) / 8;
@@ -188,16 +196,26 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 		.wbuf_pages = (uint32_t)opt_num(&opts, OPT_WBUF_PAGES),
 		.flush_run = (uint32_t)opt_num(&opts, OPT_FLUSH_RUN),
 		.evict_batch = (uint32_t)opt_num(&opts, OPT_EVICT_BATCH),
-		.evict_ahead = (uint32_t)opt_num(&opts, OPT_EVICT_AHEAD),
 		.zero_window = (uint32_t)opt_num(&opts, OPT_ZERO_WINDOW),
 		.clock = !strcmp(policy, "clock"),
 		.prefetch_map = opt_num(&opts, OPT_PREFETCH_MAP),
-		.prefetch_stream = opt_num(&opts, OPT_PREFETCH_STREAM),
+		.adaptive = !strcmp(opt_str(&opts, OPT_PREFETCH_POLICY), "adaptive"),
 		.keep_frames = opt_num(&opts, OPT_KEEP_FRAMES),
+		.reclaimer = opt_num(&opts, OPT_RECLAIMER),
 		.spin_ns = opt_num(&opts, OPT_HANDLER_SPIN),
 		.wedge_after = wedge ? strtoull(wedge, NULL, 10) : 0,
 		.uffd = uffd, .client = cl, .stats = stats,
 	};
+	if (strcmp(opt_str(&opts, OPT_PREFETCH_POLICY), "adaptive") &&
+	    strcmp(opt_str(&opts, OPT_PREFETCH_POLICY), "window")) {
+		log_error("option prefetch-policy: '%s' is neither adaptive nor window",
+			  opt_str(&opts, OPT_PREFETCH_POLICY));
+		return -EINVAL;
+	}
+	if ((!pc->adaptive || !pc->prefetch_map) && pc->prefetch > 64) {
+		log_error("option prefetch: %u pages; at most 64 without prefetch-policy adaptive", pc->prefetch);
+		return -EINVAL;
+	}
 	if (strcmp(policy, "clock") && strcmp(policy, "fifo")) {
 		log_error("option evict-policy: '%s' is neither clock nor fifo", policy);
 		return -EINVAL;
@@ -236,6 +254,7 @@ __attribute__((constructor(101))) static void rt_init(void)
 	struct comex_client *cl;
 	struct pager_config pc;
 	sigset_t all, saved;
+	bool async;
 	int uffd, err;
 
 	rt_early();
@@ -248,7 +267,7 @@ __attribute__((constructor(101))) static void rt_init(void)
 	 * program thread and a program handler never runs on the fault path. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &saved);
-	if ((err = uffd_open(&uffd)))
+	if ((err = uffd_open(opt_num(&opts, OPT_WP_ASYNC), &uffd, &async)))
 		fail(err == -EPERM || err == -ENOSYS ? uffd_permission_help(err) : "userfaultfd unavailable");
 	if (stats_create(&stats))
 		fail("out of memory for counters");
@@ -256,10 +275,15 @@ __attribute__((constructor(101))) static void rt_init(void)
 	if (client_connect(&opts, &cl))
 		fail("cannot reach the memnodes (option memnode)");
 	note_nodes(cl);
-	if (configure(cl, uffd, &pc) || pager_init(&pc))
+	if (configure(cl, uffd, &pc))
+		fail("pager start-up failed");
+	pc.async = async;
+	if (pager_init(&pc))
 		fail("pager start-up failed");
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	start_thread(handler_main, "comex-fault");
+	if (pc.reclaimer)
+		start_thread(reclaimer_main, "comex-reclaim");
 	start_thread(watchdog_main, "comex-watchdog");
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	__atomic_store_n(&rt_mode, RT_MANAGED, __ATOMIC_RELEASE); /* mmap family managed from now on */

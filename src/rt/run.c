@@ -110,7 +110,8 @@ static int check_binary(const char *path)
 
 static int check_uffd(void)
 {
-	int fd, err = uffd_open(&fd);
+	bool async;
+	int fd, err = uffd_open(false, &fd, &async);
 
 	if (err) {
 		log_error("%s", err == -EPERM || err == -ENOSYS ? uffd_permission_help(err) : "userfaultfd unavailable");

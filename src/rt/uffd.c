@@ -3,13 +3,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/userfaultfd.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "log.h"
+#include "uapi.h"
 
 #ifndef USERFAULTFD_IOC_NEW
 #define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00)
@@ -32,9 +32,11 @@ static int open_raw(void)
 	return fd >= 0 ? fd : -errno;
 }
 
-int uffd_open(int *fd_out)
+/* One UFFDIO_API handshake per descriptor: asking for a feature the kernel
+ * lacks fails the handshake, so each attempt uses a fresh descriptor. */
+static int open_with(uint64_t features, int *fd_out)
 {
-	struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP };
+	struct uffdio_api api = { .api = UFFD_API, .features = features };
 	int fd = open_raw();
 
 	if (fd < 0)
@@ -42,11 +44,33 @@ int uffd_open(int *fd_out)
 	if (ioctl(fd, UFFDIO_API, &api)) {
 		int err = -errno;
 
-		log_error("userfaultfd: UFFDIO_API with write-protect failed (kernel 5.7+ needed): %m");
 		close(fd);
 		return err;
 	}
 	*fd_out = fd;
+	return 0;
+}
+
+int uffd_open(bool want_async, int *fd_out, bool *async_out)
+{
+	uint64_t async = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_MOVE;
+	int fd, err = -EINVAL;
+
+	if (want_async && !(err = open_with(UFFD_FEATURE_PAGEFAULT_FLAG_WP | async, &fd))) {
+		*fd_out = fd;
+		*async_out = true;
+		return 0;
+	}
+	if (err == -EPERM || err == -ENOSYS)
+		return err;
+	if ((err = open_with(UFFD_FEATURE_PAGEFAULT_FLAG_WP, &fd))) {
+		errno = -err;
+		if (err != -EPERM && err != -ENOSYS)
+			log_error("userfaultfd: UFFDIO_API with write-protect failed (kernel 5.7+ needed): %m");
+		return err;
+	}
+	*fd_out = fd;
+	*async_out = false;
 	return 0;
 }
 
@@ -59,11 +83,11 @@ const char *uffd_permission_help(int err)
 	       "(e.g. 'setfacl -m u:$USER:rw /dev/userfaultfd'); or 'sysctl -w vm.unprivileged_userfaultfd=1'";
 }
 
-int uffd_register(int fd, void *addr, size_t len)
+int uffd_register(int fd, void *addr, size_t len, bool missing)
 {
 	struct uffdio_register r = {
 		.range = { (uintptr_t)addr, len },
-		.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP,
+		.mode = (missing ? UFFDIO_REGISTER_MODE_MISSING : 0) | UFFDIO_REGISTER_MODE_WP,
 	};
 
 	if (ioctl(fd, UFFDIO_REGISTER, &r)) {
@@ -113,4 +137,16 @@ int uffd_wake(int fd, void *addr, size_t len)
 	if (ioctl(fd, UFFDIO_WAKE, &r))
 		return -errno;
 	return 0;
+}
+
+int uffd_move(int fd, void *dst, const void *src, size_t len, size_t *moved_out)
+{
+	struct uffdio_move m = {
+		.dst = (uintptr_t)dst, .src = (uintptr_t)src, .len = len,
+		.mode = UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES,
+	};
+	int err = ioctl(fd, UFFDIO_MOVE, &m) ? -errno : 0;
+
+	*moved_out = m.move > 0 ? (size_t)m.move : 0;
+	return err;
 }

@@ -1,0 +1,479 @@
+/* fault: the fault path (COMEX §4.4 on userfaultfd). In this order: a
+ * never-used page is zero-filled over a window of neighbours; a page in a
+ * write buffer is copied back from there; a page in the read buffer from
+ * there; otherwise one remote read fetches it with the neighbours the
+ * prefetch policy asks for, and they are mapped at once. Every page that
+ * comes back from a memnode is checked against the hash taken when it left.
+ * A page that comes back for a read is mapped write-protected: in async
+ * mode the kernel lets the first write through on its own and eviction
+ * learns of it; otherwise that write is a write-protect fault here. */
+#include <errno.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <pthread.h>
+
+#include "client.h"
+#include "log.h"
+#include "pager_impl.h"
+#include "prefetch.h"
+#include "rtmem.h"
+#include "rbuf.h"
+#include "uffd.h"
+#include "wbuf.h"
+
+/* Remote runs remembered to tell a stream from scattered faults: a few, so
+ * that several threads (or interleaved arrays) each keep their stream. */
+#define STREAM_RUNS 8
+#define PREFETCH_MAX 256 /* largest prefetch option (pages) */
+static uint64_t run_lo[STREAM_RUNS], run_hi[STREAM_RUNS]; /* recent remote runs, a ring */
+static unsigned run_next;
+
+static bool zero_eligible(uint64_t idx)
+{
+	unsigned s = pte_state(P.pt[idx]);
+
+	return s == PTE_EMPTY || (s == PTE_FREE && in_heap(idx));
+}
+
+/* Pages one zero fill may map: zero-fill-window, or 2 MiB while the budget
+ * has room for 8 such windows. First touch of memory that fits then costs
+ * one userfaultfd round trip per 2 MiB instead of per 256 KiB (the kernel
+ * maps its shared zero page, so untouched pages of the window cost no
+ * memory; each first write then takes an ordinary kernel fault, as it would
+ * without comex). */
+#define ZERO_WINDOW_ROOMY 512
+
+static uint64_t zero_window(void)
+{
+	if (P.c.zero_window < ZERO_WINDOW_ROOMY && P.resident + 8 * ZERO_WINDOW_ROOMY <= P.c.budget_pages)
+		return ZERO_WINDOW_ROOMY;
+	return P.c.zero_window;
+}
+
+static void zero_fill(uint64_t idx, uint64_t t0)
+{
+	uint64_t w = zero_window(), lo = idx, hi = idx + 1;
+	uint64_t wlo = idx - idx % w, whi = wlo + w;
+	int err;
+
+	if (whi > P.c.npages)
+		whi = P.c.npages;
+	if (whi > P.c.heap_pages && idx < P.c.heap_pages)
+		whi = P.c.heap_pages;
+	while (lo > wlo && zero_eligible(lo - 1))
+		lo--;
+	while (hi < whi && zero_eligible(hi))
+		hi++;
+	err = uffd_zero(P.c.uffd, page_addr(lo), (hi - lo) << PAGE_SHIFT);
+	if (err && hi - lo > 1) {
+		lo = idx;
+		hi = idx + 1;
+		err = uffd_zero(P.c.uffd, page_addr(lo), PAGE_SIZE);
+	}
+	if (err == -EAGAIN) {
+		uffd_wake(P.c.uffd, page_addr(idx), PAGE_SIZE);
+		return;
+	}
+	if (err && err != -EEXIST)
+		pager_die("cannot zero-fill a page", (uintptr_t)page_addr(idx), err);
+	if (err == -EEXIST)
+		uffd_wake(P.c.uffd, page_addr(idx), PAGE_SIZE);
+	for (uint64_t i = lo; i < hi; i++)
+		pager_became_resident(i, PTE_DIRTY, 0, 0);
+	STAT_ADD(P.c.stats, faults_zero, 1);
+	STAT_ADD(P.c.stats, ns_zero, now_ns() - t0);
+}
+
+/* Maps a copy of page idx; clean pages stay write-protected to catch writes. */
+static void install(uint64_t idx, const void *src, bool clean, unsigned node, uint32_t pfn)
+{
+	int err = uffd_copy(P.c.uffd, page_addr(idx), src, PAGE_SIZE, clean);
+
+	if (err == -EAGAIN) { /* the address space is changing: let the thread retry */
+		uffd_wake(P.c.uffd, page_addr(idx), PAGE_SIZE);
+		return;
+	}
+	if (err)
+		pager_die("cannot install a page", (uintptr_t)page_addr(idx), err);
+	pager_became_resident(idx, clean ? PTE_CLEAN : PTE_DIRTY, node, pfn);
+}
+
+/* The run of pages around idx, within its aligned prefetch window, that sit
+ * in consecutive frames of idx's node: what one remote read can fetch. */
+static void run_bounds(uint64_t idx, uint64_t *lo_out, uint64_t *hi_out)
+{
+	uint64_t w = P.c.prefetch, wlo = idx - idx % w, lo = idx, hi = idx + 1;
+	unsigned node = pte_node(P.pt[idx]);
+
+	while (lo > wlo && pte_state(P.pt[lo - 1]) == PTE_REMOTE && pte_node(P.pt[lo - 1]) == node &&
+	       pte_pfn(P.pt[lo - 1]) + 1 == pte_pfn(P.pt[lo]))
+		lo--;
+	while (hi < wlo + w && hi < P.c.npages && pte_state(P.pt[hi]) == PTE_REMOTE &&
+	       pte_node(P.pt[hi]) == node && pte_pfn(P.pt[hi]) == pte_pfn(P.pt[hi - 1]) + 1)
+		hi++;
+	*lo_out = lo;
+	*hi_out = hi;
+}
+
+/* One remote read of [lo, hi) (COMEX §4.4) into idx's read-buffer slot. */
+static char *fetch(uint64_t idx, uint64_t lo, uint64_t hi)
+{
+	uint64_t wlo = idx - idx % P.c.prefetch;
+	char *slot = rbuf_slot(P.rb, idx);
+	int err = client_read(P.c.client, pte_node(P.pt[idx]), pte_pfn(P.pt[lo]), (uint32_t)(hi - lo),
+			      slot + ((lo - wlo) << PAGE_SHIFT));
+
+	if (err)
+		pager_die("a memnode failed while reading back a page that exists nowhere else",
+		    (uintptr_t)page_addr(idx), err);
+	for (uint64_t i = lo; i < hi; i++) {
+		if (!pagesum_eq(pagesum_of(slot + ((i - wlo) << PAGE_SHIFT)), P.sum[i])) {
+			STAT_ADD(P.c.stats, pages_corrupt, 1);
+			pager_die("a page came back from its memnode changed (checksum mismatch)",
+				  (uintptr_t)page_addr(i), -EIO);
+		}
+		rbuf_mark(P.rb, i);
+	}
+	STAT_ADD(P.c.stats, remote_reads, 1);
+	STAT_ADD(P.c.stats, bytes_read, (hi - lo) << PAGE_SHIFT);
+	return slot - (wlo << PAGE_SHIFT); /* + (i << PAGE_SHIFT) is page i's copy */
+}
+
+/* Installs a page that came back from node/pfn. A write fault would take a
+ * write-protect fault right after (and dirty the page anyway), so then the
+ * page is mapped writable at once and its frame released. */
+static void install_remote(uint64_t idx, const void *src, bool write, unsigned node, uint32_t pfn)
+{
+	install(idx, src, !write, node, pfn);
+	rbuf_drop(P.rb, idx);
+	if (write && pte_resident(P.pt[idx])) {
+		if (P.c.keep_frames)
+			P.pt[idx] |= PTE_KEEP;
+		else
+			pager_release_frame(node, pfn);
+		P.pt[idx] |= PTE_REF;
+	}
+}
+
+/* True when idx is within a prefetch window of a recently fetched run: the
+ * program walks through memory, so the neighbours of this fault are likely
+ * needed soon. Records the window either way. */
+static bool continues_stream(uint64_t idx)
+{
+	uint64_t w = P.c.prefetch, wlo = idx - idx % w;
+	bool hit = false;
+
+	for (unsigned i = 0; i < STREAM_RUNS && !hit; i++)
+		hit = run_hi[i] && idx + w >= run_lo[i] && idx < run_hi[i] + w;
+	run_lo[run_next] = wlo;
+	run_hi[run_next] = wlo + w;
+	run_next = (run_next + 1) % STREAM_RUNS;
+	return hit;
+}
+
+/* Maps [a, b) from base clean (write-protected, frames kept); a failure
+ * (-EAGAIN while the address space changes) leaves the pages in the read
+ * buffer, where their own faults find them. */
+static void map_neighbours(uint64_t a, uint64_t b, const char *base)
+{
+	if (a == b || uffd_copy(P.c.uffd, page_addr(a), base + (a << PAGE_SHIFT), (b - a) << PAGE_SHIFT, 1))
+		return;
+	for (uint64_t i = a; i < b; i++) {
+		pager_became_resident(i, PTE_CLEAN, pte_node(P.pt[i]), pte_pfn(P.pt[i]));
+		rbuf_drop(P.rb, i);
+	}
+	STAT_ADD(P.c.stats, pages_prefetch_mapped, b - a);
+}
+
+/* ---- adaptive prefetch (prefetch-policy=adaptive) ---- */
+
+#define MAX_READS 16 /* remote reads one fault may issue for its plan */
+
+static char *land;       /* max-window pages: where a plan's reads land */
+static uint64_t plan_lo; /* page plan_lo + k * step lands at land + k pages */
+static uint64_t step;
+
+static char *landed(uint64_t i) { return land + (((i - plan_lo) / step) << PAGE_SHIFT); }
+
+static bool readable(uint64_t i, unsigned node)
+{
+	return i < P.c.npages && pte_state(P.pt[i]) == PTE_REMOTE && pte_node(P.pt[i]) == node;
+}
+
+/* One read of the run of consecutive frames on the plan's lattice from a
+ * to b (inclusive) into the landing area. */
+static uint32_t read_run(uint64_t a, uint64_t b, unsigned node, bool *ok)
+{
+	uint32_t n = (uint32_t)((b - a) / step + 1);
+	int err = client_read(P.c.client, node, pte_pfn(P.pt[a]), n, landed(a));
+
+	if (err)
+		pager_die("a memnode failed while reading back a page that exists nowhere else",
+			  (uintptr_t)page_addr(a), err);
+	for (uint64_t i = a; i <= b; i += step)
+		ok[(i - plan_lo) / step] = true;
+	STAT_ADD(P.c.stats, remote_reads, 1);
+	STAT_ADD(P.c.stats, bytes_read, (uint64_t)n << PAGE_SHIFT);
+	return n;
+}
+
+static bool next_frame(uint64_t i, uint64_t j, unsigned node)
+{
+	return readable(j, node) && pte_pfn(P.pt[j]) == pte_pfn(P.pt[i]) + 1;
+}
+
+/* Reads the pages of [lo, hi) on the plan's lattice that are remote on
+ * idx's node: idx's run of consecutive frames first, then the other runs,
+ * at most MAX_READS reads in all; sets ok[] by lattice position. */
+static void fetch_plan(uint64_t idx, uint64_t lo, uint64_t hi, bool *ok)
+{
+	unsigned node = pte_node(P.pt[idx]), reads = 1;
+	uint64_t a = idx, b = idx;
+
+	while (a >= lo + step && next_frame(a - step, a, node))
+		a -= step;
+	while (b + step < hi && next_frame(b, b + step, node))
+		b += step;
+	read_run(a, b, node, ok);
+	for (a = lo; a < hi && reads < MAX_READS; a = b + step) {
+		b = a;
+		if (ok[(a - plan_lo) / step] || !readable(a, node))
+			continue;
+		while (b + step < hi && !ok[(b + step - plan_lo) / step] && next_frame(b, b + step, node))
+			b += step;
+		read_run(a, b, node, ok);
+		reads++;
+	}
+}
+
+static void check_sum(uint64_t i, const char *copy)
+{
+	if (pagesum_eq(pagesum_of(copy), P.sum[i]))
+		return;
+	STAT_ADD(P.c.stats, pages_corrupt, 1);
+	pager_die("a page came back from its memnode changed (checksum mismatch)", (uintptr_t)page_addr(i), -EIO);
+}
+
+/* Maps the fetched neighbours clean (write-protected, frames kept), each
+ * run of consecutive pages with one UFFDIO_COPY. A failure (-EAGAIN while
+ * the address space changes, -EEXIST) leaves those pages remote. */
+static void map_fetched(uint64_t idx, const bool *ok, uint32_t slots)
+{
+	for (uint32_t k = 0; k < slots;) {
+		uint64_t a = plan_lo + k * step;
+		uint32_t m = 1;
+
+		if (!ok[k] || a == idx) {
+			k++;
+			continue;
+		}
+		while (step == 1 && k + m < slots && ok[k + m] && a + m != idx)
+			m++;
+		k += m;
+		if (uffd_copy(P.c.uffd, page_addr(a), landed(a), (size_t)m << PAGE_SHIFT, 1))
+			continue;
+		for (uint64_t i = a; i < a + (uint64_t)m * step; i += step)
+			pager_became_resident(i, PTE_CLEAN, pte_node(P.pt[i]), pte_pfn(P.pt[i]));
+		STAT_ADD(P.c.stats, pages_prefetch_mapped, m);
+	}
+}
+
+static void fetch_adaptive(uint64_t idx, bool write)
+{
+	struct prefetch_plan pl;
+	bool ok[PREFETCH_MAX] = { 0 };
+	uint64_t hits, wasted;
+	uint32_t slots;
+
+	prefetch_fault(P.pf, idx, &pl);
+	step = (uint64_t)(pl.stride < 0 ? -pl.stride : pl.stride);
+	plan_lo = pl.lo;
+	if (pl.hi > P.c.npages)
+		pl.hi = P.c.npages;
+	slots = (uint32_t)((pl.hi - pl.lo + step - 1) / step);
+	reclaim_make_room(slots);
+	fetch_plan(idx, pl.lo, pl.hi, ok);
+	for (uint32_t k = 0; k < slots; k++)
+		if (ok[k])
+			check_sum(plan_lo + k * step, landed(plan_lo + k * step));
+	install_remote(idx, landed(idx), write, pte_node(P.pt[idx]), pte_pfn(P.pt[idx]));
+	if (pte_resident(P.pt[idx]))
+		map_fetched(idx, ok, slots);
+	prefetch_counters(P.pf, &hits, &wasted);
+	__atomic_store_n(&P.c.stats->prefetch_hits, hits, __ATOMIC_RELAXED);
+	__atomic_store_n(&P.c.stats->prefetch_wasted, wasted, __ATOMIC_RELAXED);
+}
+
+/* ---- fixed windows (prefetch-policy=window, and COMEX's prefetch-map=false) ---- */
+
+/* A read-buffer miss. With prefetch-map, a fault that continues a stream
+ * fetches its run within its aligned window of P pages and maps the
+ * neighbours at once, clean, so they never fault; a scattered fault reads
+ * just its page. Without prefetch-map (COMEX) the run lands in the read
+ * buffer and the neighbours wait there for their own faults. idx itself is
+ * mapped writable on a write fault (its frame released), its neighbours
+ * never are: they were not written. */
+static void fetch_window(uint64_t idx, bool write)
+{
+	bool map_all = P.c.prefetch_map && continues_stream(idx);
+	unsigned node = pte_node(P.pt[idx]);
+	uint32_t pfn = pte_pfn(P.pt[idx]);
+	uint64_t lo = idx, hi = idx + 1;
+	char *base;
+
+	if (map_all || !P.c.prefetch_map) {
+		reclaim_make_room(map_all ? P.c.prefetch : 1);
+		run_bounds(idx, &lo, &hi);
+	} else {
+		reclaim_make_room(1);
+	}
+	base = fetch(idx, lo, hi);
+	install_remote(idx, base + (idx << PAGE_SHIFT), write, node, pfn);
+	if (!map_all || !pte_resident(P.pt[idx]))
+		return;
+	map_neighbours(lo, idx, base);
+	map_neighbours(idx + 1, hi, base);
+}
+
+static void fetch_and_map(uint64_t idx, bool write)
+{
+	if (P.c.prefetch_map && P.c.adaptive)
+		fetch_adaptive(idx, write);
+	else
+		fetch_window(idx, write);
+}
+
+int fault_init(void)
+{
+	int err;
+
+	if (!P.c.adaptive)
+		return 0;
+	land = rt_alloc((size_t)P.c.prefetch << PAGE_SHIFT);
+	if (!land)
+		return -ENOMEM;
+	return (err = prefetch_create(P.c.prefetch, &P.pf)) ? err : 0;
+}
+
+static void fault_missing(uint64_t idx, bool write)
+{
+	uint64_t t0 = now_ns();
+	pte_t e;
+	const void *src;
+
+	reclaim_make_room(zero_eligible(idx) ? zero_window() : 1);
+	e = P.pt[idx];
+	switch (pte_state(e)) {
+	case PTE_FREE:
+	case PTE_EMPTY:
+		zero_fill(idx, t0);
+		return;
+	case PTE_WBUF:
+		src = wbuf_find(P.wb[pte_node(e)], idx, true);
+		if (!src)
+			pager_die("internal error: page missing from its write buffer", (uintptr_t)page_addr(idx), -EIO);
+		install(idx, src, false, 0, 0);
+		STAT_ADD(P.c.stats, faults_wbuf_hit, 1);
+		STAT_ADD(P.c.stats, ns_wbuf_hit, now_ns() - t0);
+		return;
+	case PTE_REMOTE:
+		if ((src = rbuf_lookup(P.rb, idx))) {
+			install_remote(idx, src, write, pte_node(e), pte_pfn(e));
+			STAT_ADD(P.c.stats, faults_rbuf_hit, 1);
+			STAT_ADD(P.c.stats, ns_rbuf_hit, now_ns() - t0);
+			return;
+		}
+		fetch_and_map(idx, write);
+		STAT_ADD(P.c.stats, faults_remote, 1);
+		STAT_ADD(P.c.stats, ns_remote, now_ns() - t0);
+		return;
+	default: /* resident already (another thread's fault served it) */
+		uffd_wake(P.c.uffd, page_addr(idx), PAGE_SIZE);
+		STAT_ADD(P.c.stats, faults_spurious, 1);
+	}
+}
+
+/* A write to a clean page: its remote copy goes stale, so release the frame. */
+static void fault_wp(uint64_t idx)
+{
+	pte_t e = P.pt[idx];
+	int err;
+
+	STAT_ADD(P.c.stats, faults_wp, 1);
+	if (pte_state(e) != PTE_CLEAN) {
+		uffd_wake(P.c.uffd, page_addr(idx), PAGE_SIZE);
+		return;
+	}
+	if (P.c.keep_frames) {
+		e |= PTE_KEEP;
+	} else {
+		pager_release_frame(pte_node(e), pte_pfn(e));
+	}
+	P.pt[idx] = pte_set_state(e, PTE_DIRTY) | PTE_REF;
+	err = uffd_wp(P.c.uffd, page_addr(idx), PAGE_SIZE, 0);
+	if (err)
+		pager_die("cannot unprotect a written page", (uintptr_t)page_addr(idx), err);
+}
+
+static void handle(const struct uffd_msg *m)
+{
+	uintptr_t a = m->arg.pagefault.address & ~(PAGE_SIZE - 1);
+	uint64_t idx;
+
+	if (m->event != UFFD_EVENT_PAGEFAULT)
+		return;
+	if (a < (uintptr_t)P.c.base || a >= (uintptr_t)page_addr(P.c.npages)) {
+		uffd_wake(P.c.uffd, (void *)a, PAGE_SIZE);
+		return;
+	}
+	__atomic_store_n(&P.busy_addr, a, __ATOMIC_RELAXED);
+	idx = (a - (uintptr_t)P.c.base) >> PAGE_SHIFT;
+	if (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP)
+		fault_wp(idx);
+	else
+		fault_missing(idx, m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE);
+	if (P.c.wedge_after && ++P.faults >= P.c.wedge_after)
+		for (;;) /* test hook: wedge while holding the batch, for the watchdog */
+			pause();
+}
+
+void pager_run(void)
+{
+	struct uffd_msg msg[64];
+	uint64_t idle_since = now_ns();
+
+	for (;;) {
+		ssize_t r = read(P.c.uffd, msg, sizeof(msg));
+
+		if (r > 0) {
+			/* before the lock: a lock holder that never lets go (a program
+			 * thread faulting inside the pager) is a wedge the watchdog sees */
+			__atomic_store_n(&P.busy_addr, (uintptr_t)msg[0].arg.pagefault.address, __ATOMIC_RELAXED);
+			__atomic_store_n(&P.busy_since, now_ns(), __ATOMIC_RELAXED);
+			pthread_mutex_lock(&P.lock);
+			for (ssize_t i = 0; i < r / (ssize_t)sizeof(msg[0]); i++)
+				handle(&msg[i]);
+			reclaim_poke();
+			__atomic_store_n(&P.busy_since, 0, __ATOMIC_RELAXED);
+			pthread_mutex_unlock(&P.lock);
+			idle_since = now_ns();
+			continue;
+		}
+		if (r < 0 && errno != EAGAIN && errno != EINTR)
+			pager_die("reading faults from userfaultfd failed", 0, -errno);
+		if (now_ns() - idle_since < P.c.spin_ns) {
+			__builtin_ia32_pause();
+			continue;
+		}
+		struct pollfd pfd = { .fd = P.c.uffd, .events = POLLIN };
+		poll(&pfd, 1, 1000);
+	}
+}
+
+uint64_t pager_stuck_ns(uint64_t now, uintptr_t *addr_out)
+{
+	uint64_t since = __atomic_load_n(&P.busy_since, __ATOMIC_RELAXED);
+
+	*addr_out = __atomic_load_n(&P.busy_addr, __ATOMIC_RELAXED);
+	return since && now > since ? now - since : 0;
+}

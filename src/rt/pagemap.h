@@ -1,0 +1,21 @@
+/* pagemap: which pages of a range were written since they were last
+ * write-protected, learned and re-protected in one atomic step with the
+ * PAGEMAP_SCAN ioctl (Linux 6.7+). Pairs with UFFD_FEATURE_WP_ASYNC, under
+ * which the kernel resolves writes to protected pages without a message. */
+#ifndef COMEX_RT_PAGEMAP_H
+#define COMEX_RT_PAGEMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PAGEMAP_MAX_PAGES 256 /* pages one call scans: the largest eviction batch */
+
+/* Opens /proc/self/pagemap; -errno (logged) on failure. */
+int pagemap_open(int *fd_out);
+/* For the npages (<= PAGEMAP_MAX_PAGES) pages at addr, sets bit i of
+ * written[] when page i was written since its last protection (or is not
+ * mapped), clears it otherwise; every written page is write-protected again
+ * before the call returns. -EOPNOTSUPP when the kernel has no PAGEMAP_SCAN. */
+int pagemap_written(int fd, void *addr, size_t npages, uint64_t written[PAGEMAP_MAX_PAGES / 64]);
+
+#endif

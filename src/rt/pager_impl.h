@@ -1,0 +1,87 @@
+/* pager_impl: the state the pager's modules share. pager.c owns the page
+ * table and the mmap-family bookkeeping, fault.c the fault path, reclaim.c
+ * eviction and the reclaimer thread. Not a public interface: everything here
+ * is touched only under P.lock unless a field says otherwise. */
+#ifndef COMEX_RT_PAGER_IMPL_H
+#define COMEX_RT_PAGER_IMPL_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pager.h"
+#include "pagesum.h"
+#include "pte.h"
+#include "stats.h"
+
+#define MAX_NODES STATS_MAX_NODES
+#define MAX_BATCH 256 /* pages one eviction batch handles (PAGEMAP_MAX_PAGES) */
+
+struct pager {
+	pthread_mutex_t lock;
+	pthread_cond_t reclaim_wake;  /* the reclaimer waits here for resident > high watermark */
+	struct pager_config c;
+	pte_t *pt;
+	pagesum_t *sum;               /* per page: hash of its remote copy, valid while it has a frame */
+	struct ranges *ranges;        /* the mmap area: [heap_pages, npages) */
+	struct rbuf *rb;
+	struct wbuf *wb[MAX_NODES];
+	struct evict *ev;
+	struct prefetch *pf;
+	unsigned nnodes, preferred;
+	struct { uint32_t pfn, left; } cursor[MAX_NODES];
+	uint64_t resident, heap_hi, map_hi;
+	uint64_t low_free, high_free; /* reclaimer watermarks, pages free under the budget */
+	int memfd;                    /* /proc/self/mem: reads pages whatever their protection */
+	int pmfd;                     /* /proc/self/pagemap (async mode) */
+	char *park;                   /* MAX_BATCH pages registered (WP only) as UFFDIO_MOVE's target */
+	int no_evict;                 /* set while preparing a fork (atomic) */
+	bool detached;                /* forked child: no uffd, no memnodes */
+	bool full_warned;
+	uint64_t faults;
+	uint64_t busy_since;          /* ns; 0 when idle (atomic) */
+	uintptr_t busy_addr;          /* atomic */
+	char *scratch;                /* MAX_BATCH pages for eviction copies (synchronous mode) */
+};
+
+extern struct pager P;
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline char *page_addr(uint64_t idx) { return P.c.base + (idx << PAGE_SHIFT); }
+static inline bool in_heap(uint64_t idx) { return idx < P.c.heap_pages; }
+
+static inline int raw_madvise(void *addr, size_t len, int advice)
+{
+	return syscall(SYS_madvise, addr, len, advice) ? -errno : 0;
+}
+
+/* pager.c */
+void __attribute__((noreturn)) pager_die(const char *what, uintptr_t addr, int err);
+void pager_set_resident(int64_t delta);
+void pager_became_resident(uint64_t idx, unsigned state, unsigned node, uint32_t pfn);
+void pager_release_frame(unsigned node, uint32_t pfn);
+
+/* fault.c */
+int fault_init(void);
+
+/* reclaim.c */
+int reclaim_init(void);
+/* Evicts until k more pages fit in the budget (or nothing more can go). */
+void reclaim_make_room(uint64_t k);
+/* After a batch of faults: wakes the reclaimer when below the low watermark. */
+void reclaim_poke(void);
+/* Writes every write buffer out (mremap needs no page parked there). */
+void reclaim_flush_all(void);
+
+#endif

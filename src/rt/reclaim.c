@@ -1,0 +1,402 @@
+/* reclaim: eviction, in the fault path when it must (direct reclaim) and on
+ * the reclaimer thread otherwise, which keeps resident pages between two
+ * watermarks under the budget so that a fault rarely waits for an eviction.
+ *
+ * Two ways to take a victim out of the program, chosen at start-up:
+ * - asynchronous (Linux 6.8+): PAGEMAP_SCAN learns which victims were
+ *   written since they came back and re-protects them; UFFDIO_MOVE then
+ *   takes every victim out of the program in one atomic step per run
+ *   (no copy, no TLB shootdown per page). A program thread that touches the
+ *   page afterwards takes a missing-page fault and waits for the pager lock.
+ *   A clean victim written between the scan and the move is caught by its
+ *   content hash, which must still equal its remote copy's.
+ * - synchronous: UFFDIO_WRITEPROTECT (writers now wait for the handler),
+ *   a copy through /proc/self/mem, MADV_DONTNEED.
+ * Dirty victims go to their memnode's write buffer; clean ones keep their
+ * frame and are dropped; all-zero ones become untouched again. */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "client.h"
+#include "evict.h"
+#include "log.h"
+#include "pagemap.h"
+#include "pager_impl.h"
+#include "placement.h"
+#include "rtmem.h"
+#include "uffd.h"
+#include "wbuf.h"
+
+/* ---- frames and write buffers ---- */
+
+/* One frame for an evicted page, from the preferred node or, when that one
+ * is full or failed, the next (COMEX Fig. 4). -ENOSPC when all are full. */
+static int take_frame(unsigned *node_out, uint32_t *pfn_out)
+{
+	for (unsigned a = 0; a < P.nnodes; a++) {
+		unsigned n = placement_choice(P.preferred, a, P.nnodes);
+		uint32_t pfn, count;
+
+		if (!P.cursor[n].left) {
+			if (client_alloc(P.c.client, n, P.c.flush_run, &pfn, &count))
+				continue;
+			P.cursor[n].pfn = pfn;
+			P.cursor[n].left = count;
+		}
+		*node_out = n;
+		*pfn_out = P.cursor[n].pfn++;
+		P.cursor[n].left--;
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+static void flush(unsigned node)
+{
+	struct wbuf *wb = P.wb[node];
+	uint32_t pfn, count;
+	const void *data;
+	int err;
+
+	wbuf_run(wb, &pfn, &count, &data);
+	if (!count)
+		return;
+	err = client_write(P.c.client, node, pfn, count, data);
+	if (err)
+		pager_die("a memnode failed while taking evicted pages that exist nowhere else",
+			  (uintptr_t)data, err);
+	for (uint32_t i = 0; i < count; i++) {
+		uint64_t idx;
+		bool cancelled;
+
+		wbuf_entry(wb, i, &idx, &cancelled);
+		if (cancelled)
+			pager_release_frame(node, pfn + i);
+		else
+			P.pt[idx] = pte_make(P.pt[idx], PTE_REMOTE, node, pfn + i);
+	}
+	wbuf_clear(wb);
+	STAT_ADD(P.c.stats, pages_written, count);
+	STAT_ADD(P.c.stats, bytes_written, (uint64_t)count << PAGE_SHIFT);
+	STAT_ADD(P.c.stats, remote_writes, 1);
+}
+
+void reclaim_flush_all(void)
+{
+	for (unsigned n = 0; n < P.nnodes; n++)
+		flush(n);
+}
+
+/* ---- victims ---- */
+
+static bool page_is_zero(const void *p)
+{
+	const uint64_t *w = p;
+
+	for (size_t i = 0; i < PAGE_SIZE / 8; i++)
+		if (w[i])
+			return false;
+	return true;
+}
+
+/* Applies fn to each maximal run of consecutive indices among v[0..n) whose
+ * entry passes keep (which may be NULL for all). */
+static int for_runs(const uint64_t *v, uint32_t n, bool (*keep)(uint64_t),
+		    int (*fn)(uint64_t first, uint32_t len))
+{
+	for (uint32_t i = 0; i < n;) {
+		uint32_t j = i;
+		int err;
+
+		if (keep && !keep(v[i])) {
+			i++;
+			continue;
+		}
+		while (j + 1 < n && v[j + 1] == v[j] + 1 && (!keep || keep(v[j + 1])))
+			j++;
+		if ((err = fn(v[i], j - i + 1)))
+			return err;
+		i = j + 1;
+	}
+	return 0;
+}
+
+/* A dirty victim whose content is at src: into a write buffer (its hash
+ * kept for the page's return), or untouched again when all-zero. False when
+ * every memnode is full: the caller keeps the page resident. */
+static bool evict_dirty(uint64_t idx, const char *src)
+{
+	unsigned node;
+	uint32_t pfn;
+
+	if (page_is_zero(src)) {
+		if (P.pt[idx] & PTE_KEEP)
+			pager_release_frame(pte_node(P.pt[idx]), pte_pfn(P.pt[idx]));
+		P.pt[idx] = pte_set_state(P.pt[idx] & ~PTE_KEEP, PTE_EMPTY);
+		STAT_ADD(P.c.stats, pages_dropped_zero, 1);
+		return true;
+	}
+	if (P.pt[idx] & PTE_KEEP) {
+		node = pte_node(P.pt[idx]);
+		pfn = pte_pfn(P.pt[idx]);
+	} else if (take_frame(&node, &pfn)) {
+		if (!P.full_warned)
+			log_warn("every memnode is full: keeping pages resident beyond the local budget");
+		P.full_warned = true;
+		STAT_ADD(P.c.stats, budget_overshoots, 1);
+		return false;
+	}
+	if (wbuf_must_flush_before(P.wb[node], pfn))
+		flush(node);
+	memcpy(wbuf_add(P.wb[node], idx, pfn), src, PAGE_SIZE);
+	P.sum[idx] = pagesum_of(src);
+	P.pt[idx] = pte_make(P.pt[idx], PTE_WBUF, node, pfn);
+	if (wbuf_ready(P.wb[node]))
+		flush(node);
+	return true;
+}
+
+/* A victim that stays (write buffers full, or the kernel would not move it):
+ * back into the ring with its generation, still resident. */
+static void keep_resident(uint64_t idx)
+{
+	evict_push(P.ev, P.pt, idx, pte_gen(P.pt[idx]));
+}
+
+/* ---- synchronous mode ---- */
+
+static bool is_dirty(uint64_t idx) { return pte_state(P.pt[idx]) == PTE_DIRTY; }
+static bool is_gone(uint64_t idx) { return !pte_resident(P.pt[idx]); }
+
+static int protect_run(uint64_t first, uint32_t len)
+{
+	int err = uffd_wp(P.c.uffd, page_addr(first), (size_t)len << PAGE_SHIFT, 1);
+
+	if (err)
+		pager_die("cannot write-protect pages to evict them", (uintptr_t)page_addr(first), err);
+	return 0;
+}
+
+static int drop_run(uint64_t first, uint32_t len)
+{
+	int err = raw_madvise(page_addr(first), (size_t)len << PAGE_SHIFT, MADV_DONTNEED);
+
+	if (err)
+		pager_die("cannot drop evicted pages", (uintptr_t)page_addr(first), err);
+	return 0;
+}
+
+/* Copies the dirty victims' contents (write-protected, so stable) into
+ * scratch, one pread per run. */
+static uint32_t copy_pos;
+static int copy_run(uint64_t first, uint32_t len)
+{
+	size_t bytes = (size_t)len << PAGE_SHIFT;
+	ssize_t r = pread(P.memfd, P.scratch + ((size_t)copy_pos << PAGE_SHIFT), bytes,
+			  (off_t)(uintptr_t)page_addr(first));
+
+	if (r != (ssize_t)bytes)
+		pager_die("cannot read pages to evict through /proc/self/mem", (uintptr_t)page_addr(first),
+			  r < 0 ? -errno : -EIO);
+	copy_pos += len;
+	return 0;
+}
+
+static uint32_t evict_sync(const uint64_t *v, uint32_t n)
+{
+	uint32_t gone = 0, k = 0;
+
+	for_runs(v, n, is_dirty, protect_run);
+	copy_pos = 0;
+	for_runs(v, n, is_dirty, copy_run);
+	for (uint32_t i = 0; i < n; i++) {
+		pte_t e = P.pt[v[i]];
+
+		if (pte_state(e) == PTE_CLEAN) {
+			P.pt[v[i]] = pte_set_state(e, PTE_REMOTE);
+			STAT_ADD(P.c.stats, pages_dropped_clean, 1);
+			gone++;
+		} else if (evict_dirty(v[i], P.scratch + ((size_t)k++ << PAGE_SHIFT))) {
+			gone++;
+		} else {
+			uffd_wp(P.c.uffd, page_addr(v[i]), PAGE_SIZE, 0);
+			keep_resident(v[i]);
+		}
+	}
+	for_runs(v, n, is_gone, drop_run);
+	return gone;
+}
+
+/* ---- asynchronous mode ---- */
+
+enum { PARKED = 1, WRITTEN = 2 };
+static uint8_t park_state[MAX_BATCH]; /* per victim of the batch being evicted */
+static uint32_t park_base;            /* victims of the batch before the current run */
+
+/* Scans and moves one run of victims (v[park_base..+len), indices
+ * first..first+len) into the parking area. A page the kernel refuses to move
+ * (shared with a forked child: -EBUSY; a mapping whose protection differs
+ * from the parking area's: -EINVAL) stays where it is. */
+static int park_run(uint64_t first, uint32_t len)
+{
+	uint64_t written[PAGEMAP_MAX_PAGES / 64];
+	uint32_t done = 0;
+	int err = pagemap_written(P.pmfd, page_addr(first), len, written);
+
+	if (err)
+		pager_die("cannot learn which pages were written (PAGEMAP_SCAN)", (uintptr_t)page_addr(first), err);
+	while (done < len) {
+		size_t moved = 0;
+
+		err = uffd_move(P.c.uffd, P.park + ((size_t)(park_base + done) << PAGE_SHIFT),
+				page_addr(first + done), (size_t)(len - done) << PAGE_SHIFT, &moved);
+		for (uint32_t i = 0; i < (moved >> PAGE_SHIFT); i++, done++)
+			park_state[park_base + done] = PARKED | ((written[done / 64] >> (done % 64)) & 1 ? WRITTEN : 0);
+		if (!err)
+			break;
+		if (err != -EBUSY && err != -EINVAL && err != -EAGAIN)
+			pager_die("cannot move pages out to evict them", (uintptr_t)page_addr(first + done), err);
+		park_state[park_base + done++] = 0; /* stays resident */
+		STAT_ADD(P.c.stats, pages_unmovable, 1);
+	}
+	park_base += len;
+	return 0;
+}
+
+/* A parked victim: still equal to its remote copy (clean: dropped), or
+ * dirty (written back). */
+static bool evict_parked(uint64_t idx, uint8_t st, const char *src)
+{
+	pte_t e = P.pt[idx];
+
+	if (pte_state(e) == PTE_CLEAN) {
+		if (!(st & WRITTEN) && pagesum_eq(pagesum_of(src), P.sum[idx])) {
+			P.pt[idx] = pte_set_state(e, PTE_REMOTE);
+			STAT_ADD(P.c.stats, pages_dropped_clean, 1);
+			return true;
+		}
+		if (P.c.keep_frames) {
+			P.pt[idx] = pte_set_state(e, PTE_DIRTY) | PTE_KEEP;
+		} else {
+			pager_release_frame(pte_node(e), pte_pfn(e));
+			P.pt[idx] = pte_set_state(e, PTE_DIRTY);
+		}
+		STAT_ADD(P.c.stats, pages_written_clean, 1);
+	}
+	return evict_dirty(idx, src);
+}
+
+/* Puts a parked page back (every memnode full): it was the program's, it
+ * must stay the program's. */
+static void unpark(uint64_t idx, char *src)
+{
+	size_t moved;
+	int err = uffd_move(P.c.uffd, page_addr(idx), src, PAGE_SIZE, &moved);
+
+	if (err)
+		err = uffd_copy(P.c.uffd, page_addr(idx), src, PAGE_SIZE, 0);
+	if (err && err != -EEXIST)
+		pager_die("cannot put back a page that could not be evicted", (uintptr_t)page_addr(idx), err);
+	P.pt[idx] = pte_set_state(P.pt[idx], PTE_DIRTY);
+	keep_resident(idx);
+}
+
+static uint32_t evict_async(const uint64_t *v, uint32_t n)
+{
+	uint32_t gone = 0;
+	int err;
+
+	park_base = 0;
+	for_runs(v, n, NULL, park_run);
+	for (uint32_t i = 0; i < n; i++) {
+		char *src = P.park + ((size_t)i << PAGE_SHIFT);
+
+		if (!(park_state[i] & PARKED))
+			keep_resident(v[i]);
+		else if (evict_parked(v[i], park_state[i], src))
+			gone++;
+		else
+			unpark(v[i], src);
+	}
+	/* empty again for the next batch's moves (UFFDIO_MOVE needs none) */
+	if ((err = raw_madvise(P.park, (size_t)n << PAGE_SHIFT, MADV_DONTNEED)))
+		pager_die("cannot empty the eviction parking area", (uintptr_t)P.park, err);
+	return gone;
+}
+
+/* Evicts up to one batch; returns the number of pages that left residency. */
+static uint32_t evict_batch(void)
+{
+	uint64_t v[MAX_BATCH], t0 = now_ns();
+	uint32_t n = evict_pick(P.ev, P.pt, P.c.evict_batch, v), gone;
+
+	if (!n)
+		return 0;
+	gone = P.c.async ? evict_async(v, n) : evict_sync(v, n);
+	pager_set_resident(-(int64_t)gone);
+	STAT_ADD(P.c.stats, pages_evicted, gone);
+	STAT_ADD(P.c.stats, ns_evict, now_ns() - t0);
+	return gone;
+}
+
+static bool may_evict(void) { return !__atomic_load_n(&P.no_evict, __ATOMIC_ACQUIRE); }
+
+void reclaim_make_room(uint64_t k)
+{
+	if (P.resident + k <= P.c.budget_pages || !may_evict())
+		return;
+	STAT_ADD(P.c.stats, direct_reclaims, 1);
+	while (P.resident + k > P.c.budget_pages && may_evict())
+		if (!evict_batch())
+			break;
+}
+
+/* ---- the reclaimer thread ---- */
+
+static bool below_low(void) { return P.resident + P.low_free > P.c.budget_pages; }
+
+void reclaim_poke(void)
+{
+	if (P.c.reclaimer && below_low() && may_evict())
+		pthread_cond_signal(&P.reclaim_wake);
+}
+
+/* Evicts, one batch per hold of the lock so that faults get in between,
+ * until high_free pages are free under the budget. */
+void *pager_reclaimer(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&P.lock);
+	for (;;) {
+		while (!below_low() || !may_evict())
+			pthread_cond_wait(&P.reclaim_wake, &P.lock);
+		while (P.resident + P.high_free > P.c.budget_pages && may_evict()) {
+			if (!evict_batch())
+				break;
+			pthread_mutex_unlock(&P.lock);
+			pthread_mutex_lock(&P.lock);
+		}
+	}
+	return NULL;
+}
+
+/* Watermarks: the reclaimer starts below low_free free pages and stops at
+ * high_free = 2 x low_free. low_free is 1/32 of the budget (a 3 % band
+ * wastes little of a small budget) but at least two batches, so that a burst
+ * of prefetch-mapped runs finds room without a direct reclaim. */
+int reclaim_init(void)
+{
+	uint64_t low = P.c.budget_pages / 32;
+
+	if (low < 2ull * P.c.evict_batch)
+		low = 2ull * P.c.evict_batch;
+	P.low_free = low;
+	P.high_free = 2 * low;
+	if (!P.c.async)
+		return 0;
+	P.park = rt_alloc((size_t)MAX_BATCH << PAGE_SHIFT);
+	if (!P.park)
+		return -ENOMEM;
+	return uffd_register(P.c.uffd, P.park, (size_t)MAX_BATCH << PAGE_SHIFT, false);
+}

@@ -1,0 +1,47 @@
+/* uapi: the userfaultfd and pagemap kernel interfaces newer than Debian 12's
+ * headers (Linux 6.7: UFFD_FEATURE_WP_ASYNC, PAGEMAP_SCAN; 6.8: UFFDIO_MOVE).
+ * Defined here only when the installed headers lack them; the values are the
+ * kernel's ABI and never change. */
+#ifndef COMEX_RT_UAPI_H
+#define COMEX_RT_UAPI_H
+
+#include <linux/fs.h>
+#include <linux/types.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
+
+#ifndef UFFD_FEATURE_WP_ASYNC
+#define UFFD_FEATURE_WP_ASYNC (1 << 15)
+#endif
+
+#ifndef UFFD_FEATURE_MOVE
+#define UFFD_FEATURE_MOVE (1 << 16)
+#define UFFDIO_MOVE_MODE_DONTWAKE        (1 << 0)
+#define UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES (1 << 1)
+struct uffdio_move {
+	__u64 dst, src, len, mode;
+	__s64 move; /* out: bytes moved, or -errno */
+};
+#define UFFDIO_MOVE _IOWR(UFFDIO, 0x05, struct uffdio_move)
+#endif
+
+#ifndef PAGEMAP_SCAN
+#define PAGE_IS_WPALLOWED (1 << 0)
+#define PAGE_IS_WRITTEN   (1 << 1)
+#define PAGE_IS_FILE      (1 << 2)
+#define PAGE_IS_PRESENT   (1 << 3)
+#define PAGE_IS_SWAPPED   (1 << 4)
+#define PAGE_IS_PFNZERO   (1 << 5)
+struct page_region {
+	__u64 start, end, categories;
+};
+#define PM_SCAN_WP_MATCHING   (1 << 0)
+#define PM_SCAN_CHECK_WPASYNC (1 << 1)
+struct pm_scan_arg {
+	__u64 size, flags, start, end, walk_end, vec, vec_len, max_pages;
+	__u64 category_inverted, category_mask, category_anyof_mask, return_mask;
+};
+#define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
+#endif
+
+#endif
