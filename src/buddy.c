@@ -31,6 +31,7 @@ struct link {
 
 struct buddy {
 	uint32_t nframes;
+	uint32_t max_frames;      /* metadata is sized for this many */
 	uint32_t free_frames;
 	uint32_t *owner;
 	struct link *link;
@@ -151,18 +152,19 @@ static void seed(struct buddy *b)
 	}
 }
 
-int buddy_create(uint32_t nframes, struct buddy **out)
+int buddy_create_max(uint32_t nframes, uint32_t max_frames, struct buddy **out)
 {
-	size_t npairs = ((size_t)nframes + 1) / 2;
+	size_t npairs = ((size_t)max_frames + 1) / 2;
 	struct buddy *b;
 
-	if (nframes == 0)
+	if (nframes == 0 || max_frames < nframes)
 		return -EINVAL;
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
 	b->nframes = nframes;
-	b->owner = calloc(nframes, sizeof(*b->owner));
+	b->max_frames = max_frames;
+	b->owner = calloc(max_frames, sizeof(*b->owner));
 	if (!b->owner)
 		goto free_buddy;
 	b->link = malloc(npairs * sizeof(*b->link));
@@ -184,6 +186,27 @@ free_owner:
 free_buddy:
 	free(b);
 	return -ENOMEM;
+}
+
+int buddy_create(uint32_t nframes, struct buddy **out)
+{
+	return buddy_create_max(nframes, nframes, out);
+}
+
+/* The new frames are unowned (owner[] is zeroed up to max_frames and a
+ * frame beyond nframes is never handed out), so releasing them as a run
+ * merges them with free buddies exactly as a FREE would: with nframes raised,
+ * has_buddy() admits the parents that now fit. */
+int buddy_grow(struct buddy *b, uint32_t nframes)
+{
+	uint32_t old = b->nframes;
+
+	if (nframes < old || nframes > b->max_frames)
+		return -EINVAL;
+	b->nframes = nframes;
+	if (nframes > old)
+		release_run(b, old, nframes - old);
+	return 0;
 }
 
 void buddy_destroy(struct buddy *b)

@@ -15,6 +15,14 @@ struct buddy;
 /* nframes may be any value >= 1 (need not be a power of two); the tail that
  * does not fill an order-10 block is managed as smaller blocks. */
 int buddy_create(uint32_t nframes, struct buddy **out);
+/* As buddy_create, with room to grow to max_frames (>= nframes) by
+ * buddy_grow. The metadata is sized for max_frames but only touched as the
+ * pool grows (calloc'd: pages beyond the pool stay unmapped zero pages). */
+int buddy_create_max(uint32_t nframes, uint32_t max_frames, struct buddy **out);
+/* Adds frames [current nframes, nframes) to the pool as free blocks, merged
+ * with free buddies below them. -EINVAL if nframes is below the current size
+ * or above max_frames. */
+int buddy_grow(struct buddy *b, uint32_t nframes);
 void buddy_destroy(struct buddy *b);
 
 /* Allocates one aligned block of 2^order frames for owner (!= BUDDY_NO_OWNER).

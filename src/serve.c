@@ -141,11 +141,33 @@ static int on_hello(struct req *q)
 	q->r->u.welcome.nid = cfg->nid;
 	q->r->u.welcome.max_order = BUDDY_MAX_ORDER;
 	q->r->u.welcome.credits = cfg->credits;
-	q->r->u.welcome.pool_frames = cfg->pool_frames;
+	q->r->u.welcome.pool_frames = cfg->max_frames; /* every PFN is below it */
 	q->r->u.welcome.base = cfg->base;
 	q->r->u.welcome.rkey_len = (uint32_t)cfg->rkey_len;
 	q->r->u.welcome.rkey = cfg->rkey;
 	return 0;
+}
+
+/* Grows a growable pool that has no order-`order` block free, as far as the
+ * memnode's grow() will; 0 once the buddy holds more frames. */
+static int grow_pool(struct serve *s, unsigned order)
+{
+	struct buddy_stats bs;
+	uint32_t frames;
+	int rc;
+
+	buddy_stats(s->buddy, &bs);
+	if (!s->cfg.grow || bs.nframes >= s->cfg.max_frames)
+		return -ENOSPC;
+	rc = s->cfg.grow(s->cfg.grow_arg, bs.nframes, 1u << order, &frames);
+	if (rc)
+		return rc;
+	if (frames > s->cfg.max_frames)
+		frames = s->cfg.max_frames;
+	rc = buddy_grow(s->buddy, frames);
+	if (rc == 0 && frames == bs.nframes)
+		rc = -ENOSPC;
+	return rc;
 }
 
 static int on_alloc(struct req *q)
@@ -159,6 +181,8 @@ static int on_alloc(struct req *q)
 		return 0;
 	}
 	rc = buddy_alloc(q->s->buddy, order, q->c->id, &pfn);
+	while (rc == -ENOSPC && grow_pool(q->s, order) == 0)
+		rc = buddy_alloc(q->s->buddy, order, q->c->id, &pfn);
 	if (rc == -ENOSPC) {
 		/* Normal operation, not a refusal: the client goes elsewhere. */
 		buddy_stats(q->s->buddy, &bs);
@@ -188,7 +212,7 @@ static int on_alloc(struct req *q)
  * the bounds of rs and of the scan independent of it. */
 static int free_collect(struct req *q, struct proto_range *rs, uint32_t n, uint64_t *total_out)
 {
-	uint32_t pool = q->s->cfg.pool_frames;
+	uint32_t pool = q->s->cfg.max_frames;
 	uint64_t total = 0;
 
 	if (n > PROTO_FREE_MAX_RANGES) {
@@ -279,7 +303,7 @@ static int on_free(struct req *q)
 		q->s->frees += rs[i].count;
 	}
 	q->r->type = PROTO_FREED;
-	q->r->u.freed.frames = (uint32_t)total; /* <= frames held <= pool_frames */
+	q->r->u.freed.frames = (uint32_t)total; /* <= frames held <= max_frames */
 	return 0;
 }
 
@@ -339,8 +363,8 @@ static int check_rw(struct req *q)
 		reject(q, -EINVAL, "%u frames (1..%u per request)", r.count, PROTO_MAX_RW_FRAMES);
 		return -EINVAL;
 	}
-	if (r.pfn >= q->s->cfg.pool_frames || r.count > q->s->cfg.pool_frames - r.pfn) {
-		reject(q, -ERANGE, "frames %u+%u outside the pool of %u", r.pfn, r.count, q->s->cfg.pool_frames);
+	if (r.pfn >= q->s->cfg.max_frames || r.count > q->s->cfg.max_frames - r.pfn) {
+		reject(q, -ERANGE, "frames %u+%u outside the pool of %u", r.pfn, r.count, q->s->cfg.max_frames);
 		return -ERANGE;
 	}
 	return free_check_owner(q, &r, 1);
@@ -478,6 +502,10 @@ static int config_check(const struct serve_config *cfg)
 			  cfg->pool_frames, cfg->max_clients);
 		return -EINVAL;
 	}
+	if (cfg->max_frames && cfg->max_frames < cfg->pool_frames) {
+		log_error("a growing pool of %u frames cannot start with %u", cfg->max_frames, cfg->pool_frames);
+		return -EINVAL;
+	}
 	if (cfg->rkey_len > PROTO_MAX_RKEY || (cfg->rkey_len && !cfg->rkey)) {
 		log_error("remote key of %zu bytes does not fit WELCOME (max %u)", cfg->rkey_len,
 			  PROTO_MAX_RKEY);
@@ -502,6 +530,8 @@ int serve_create(const struct serve_config *cfg, struct serve **out)
 	if (!s)
 		return -ENOMEM;
 	s->cfg = *cfg;
+	if (!s->cfg.max_frames)
+		s->cfg.max_frames = cfg->pool_frames;
 	s->next_id = 1;
 	if (cfg->token) {
 		s->token = *cfg->token;
@@ -516,10 +546,11 @@ int serve_create(const struct serve_config *cfg, struct serve **out)
 		memcpy(s->rkey, cfg->rkey, cfg->rkey_len);
 		s->cfg.rkey = s->rkey;
 	}
-	rc = buddy_create(cfg->pool_frames, &s->buddy);
+	rc = buddy_create_max(cfg->pool_frames, s->cfg.max_frames, &s->buddy);
 	if (rc) {
 		errno = -rc;
-		log_error("cannot create allocator for %u frames: %m", cfg->pool_frames);
+		log_error("cannot create allocator for %u frames (up to %u): %m", cfg->pool_frames,
+			  s->cfg.max_frames);
 		goto free_rkey;
 	}
 	*out = s;

@@ -14,7 +14,15 @@
 struct serve;
 
 struct serve_config {
-	uint32_t pool_frames;
+	uint32_t pool_frames;            /* frames in the pool at start */
+	/* A growing pool (memnode option pool-max): PFNs run up to max_frames
+	 * (0: pool_frames, a fixed pool). When an ALLOC finds no block free,
+	 * grow(grow_arg, frames, need, &frames) is asked to make memory for more
+	 * frames than the `frames` in the pool now (at least need more) and to
+	 * give the new count; a negative errno from it is a NACK. */
+	uint32_t max_frames;
+	int (*grow)(void *grow_arg, uint32_t frames, uint32_t need, uint32_t *frames_out);
+	void *grow_arg;
 	uint16_t nid;
 	uint32_t credits;
 	uint32_t max_clients;

@@ -1,4 +1,4 @@
-/* test_buddy: buddy allocator against a per-frame owner model: randomized alloc/free/free_owner on odd and power-of-two pools, errors, full coalescing. */
+/* test_buddy: buddy allocator against a per-frame owner model: randomized alloc/free/free_owner on odd and power-of-two pools, fixed and growing, errors, full coalescing. */
 #include "buddy.h"
 
 #include <errno.h>
@@ -389,21 +389,50 @@ static void free_everything(struct buddy *b, struct model *m)
 	op_free_owner_of(b, m, NOWNERS);
 }
 
-/* Phases alternate between filling (mostly allocs, reaching -ENOSPC) and
- * draining (mostly frees). */
-static void run_random(uint32_t n, uint64_t seed, unsigned nops)
+/* The model of a pool grown to n frames: same owners, more free frames. */
+static void model_grow(struct model *m, uint32_t n)
 {
-	unsigned check_every = n / 64 > 256 ? n / 64 : 256;
+	struct model g;
+
+	model_init(&g, n);
+	for (uint32_t p = 0; p < m->n; p++)
+		if (m->owner[p] != BUDDY_NO_OWNER)
+			model_set(&g, p, 1, m->owner[p]);
+	model_fini(m);
+	*m = g;
+}
+
+/* Grows the pool by a random step towards max (every grow_every ops). */
+static void op_grow(struct buddy *b, struct model *m, uint32_t max)
+{
+	uint32_t n = m->n + 1 + rnd_below(max - m->n);
+
+	CHECK(buddy_grow(b, max + 1) == -EINVAL);
+	CHECK(buddy_grow(b, m->n - 1) == -EINVAL);
+	CHECK(buddy_grow(b, n) == 0);
+	model_grow(m, n);
+	check_all(b, m);
+}
+
+/* Phases alternate between filling (mostly allocs, reaching -ENOSPC) and
+ * draining (mostly frees). With max > n the pool starts at n frames and
+ * grows to max in random steps along the way (a memnode's pool-max). */
+static void run_random(uint32_t n, uint32_t max, uint64_t seed, unsigned nops)
+{
+	unsigned check_every = max / 64 > 256 ? max / 64 : 256;
+	unsigned grow_every = nops / 8;
 	struct buddy *b;
 	struct model m;
 
 	rng_state = seed;
 	check_seed_structure(n);
-	CHECK(buddy_create(n, &b) == 0);
+	CHECK(buddy_create_max(n, max, &b) == 0);
 	model_init(&m, n);
 	check_coalesced(b, n);
 	check_all(b, &m);
 	for (unsigned i = 0; i < nops; i++) {
+		if (m.n < max && i % grow_every == grow_every - 1)
+			op_grow(b, &m, max);
 		unsigned alloc_pct = (i / 2000) % 2 ? 25 : 75, r = rnd_below(1000);
 
 		if (r < alloc_pct * 10)
@@ -420,9 +449,13 @@ static void run_random(uint32_t n, uint64_t seed, unsigned nops)
 		if (i % check_every == 0)
 			check_all(b, &m);
 	}
+	if (m.n < max)
+		op_grow(b, &m, max);
+	while (m.n < max)
+		op_grow(b, &m, max);
 	free_everything(b, &m);
 	check_all(b, &m);
-	check_coalesced(b, n);
+	check_coalesced(b, max);
 	buddy_destroy(b);
 	model_fini(&m);
 }
@@ -434,6 +467,7 @@ static void test_bad_args(void)
 	uint32_t pfn = 7;
 
 	CHECK(buddy_create(0, &b) == -EINVAL);
+	CHECK(buddy_create_max(5, 4, &b) == -EINVAL);
 	CHECK(b == sentinel);
 	CHECK(buddy_create(5, &b) == 0);
 	CHECK(buddy_alloc(b, BUDDY_MAX_ORDER + 1, 1, &pfn) == -EINVAL);
@@ -566,7 +600,9 @@ int main(void)
 	test_large();
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 		for (uint64_t seed = 1; seed <= 3; seed++)
-			run_random(sizes[i], seed * 1000003 + sizes[i], 25000);
+			run_random(sizes[i], sizes[i], seed * 1000003 + sizes[i], 25000);
+	for (size_t i = 0; i + 1 < sizeof(sizes) / sizeof(sizes[0]); i++)
+		run_random(sizes[i], sizes[i + 1] + sizes[i] / 2, 77 + sizes[i], 25000);
 	printf("test_buddy: ok (%.2f s cpu)\n", (double)(clock() - start) / CLOCKS_PER_SEC);
 	return 0;
 }

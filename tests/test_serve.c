@@ -335,6 +335,67 @@ static void test_exhaustion(void)
 	serve_destroy(s);
 }
 
+/* The memnode's side of a growing pool: adds `step` frames per call until
+ * told the host has no more (fail), as memnode.c does against MemAvailable. */
+struct grower {
+	uint32_t step, calls;
+	int fail;
+};
+
+static int grow_by_step(void *arg, uint32_t frames, uint32_t need, uint32_t *frames_out)
+{
+	struct grower *g = arg;
+
+	g->calls++;
+	if (g->fail)
+		return g->fail;
+	*frames_out = frames + (need > g->step ? need : g->step);
+	return 0;
+}
+
+/* A pool that starts at one order-10 block and may grow to four: ALLOCs
+ * beyond the first block grow it, WELCOME names the whole PFN range, STATS
+ * the frames there are now, and a grow() that fails is a plain NACK. */
+static void test_grow(void)
+{
+	struct grower g = { .step = 512 };
+	struct serve_config cfg = {
+		.pool_frames = 1024, .max_frames = 4096, .grow = grow_by_step, .grow_arg = &g,
+		.credits = 4, .max_clients = 4,
+	};
+	struct serve *s = NULL;
+	struct serve_stats st;
+	struct cl a;
+
+	CHECK(serve_create(&cfg, &s) == 0);
+	a = connect_cl(s);
+	CHECK(hello(s, &a, "") == 0 && rep.type == PROTO_WELCOME && rep.u.welcome.pool_frames == 4096);
+	CHECK(alloc_ok(s, &a, 10) == 0 && g.calls == 0);
+	CHECK(alloc_ok(s, &a, 10) == 1024 && g.calls == 1); /* grown by need > step */
+	CHECK(alloc_ok(s, &a, 0) == 2048 && g.calls == 2);
+	serve_stats(s, &st);
+	CHECK(st.pool_frames == 2560 && st.free_frames == 511 && st.nacks == 0);
+	CHECK(simple(s, &a, PROTO_STATS) == 0 && rep.u.stats.pool_frames == 2560);
+	/* frames beyond the pool so far but below max_frames are nobody's */
+	CHECK(free_one(s, &a, 3000, 1) == 0);
+	want_error(EPERM);
+	g.fail = -ENOMEM;
+	nack_ok(s, &a, 10, 8);
+	CHECK(g.calls == 3);
+	g.fail = 0;
+	/* +1024 at 2560 is two order-9 blocks: grown again (capped at
+	 * max_frames), which completes the order-10 block at 3072 */
+	CHECK(alloc_ok(s, &a, 10) == 3072 && g.calls == 5);
+	/* at max_frames grow() is not asked any more */
+	nack_ok(s, &a, 10, 9);
+	CHECK(g.calls == 5);
+	serve_disconnect(s, a.conn);
+	CHECK(free_frames(s) == 4096);
+	serve_destroy(s);
+	cfg.max_frames = 1000;
+	CHECK(serve_create(&cfg, &s) == -EINVAL);
+}
+
 static uint8_t pool_mem[POOL * 4096ul];
 
 /* Sends READ or WRITE of count frames at pfn with bulk_len bytes attached. */
@@ -628,6 +689,7 @@ int main(void)
 	test_no_token();
 	test_alloc_free();
 	test_exhaustion();
+	test_grow();
 	test_ownership();
 	test_read_write();
 	test_seq();

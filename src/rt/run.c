@@ -21,6 +21,7 @@
 #include "log.h"
 #include "options.h"
 #include "stats.h"
+#include "sysmem.h"
 #include "uffd.h"
 
 static const struct { const char *name; unsigned scope; } table[] = {
@@ -123,65 +124,6 @@ static int check_uffd(void)
 
 /* ---- local-mem ---- */
 
-static int read_u64_file(const char *path, uint64_t *out)
-{
-	char buf[64] = "";
-	FILE *f = fopen(path, "re");
-
-	if (!f)
-		return -errno;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = 0;
-	fclose(f);
-	if (!strncmp(buf, "max", 3))
-		*out = UINT64_MAX;
-	else
-		*out = strtoull(buf, NULL, 10);
-	return 0;
-}
-
-/* The memory limit of the cgroup we run in (v1 memory controller or v2);
- * UINT64_MAX when there is none. */
-static uint64_t cgroup_limit(void)
-{
-	char line[512], path[700];
-	uint64_t lim = UINT64_MAX, v = 0;
-	FILE *f = fopen("/proc/self/cgroup", "re");
-
-	while (f && fgets(line, sizeof(line), f)) {
-		char *rel = strrchr(line, ':');
-
-		if (!rel)
-			continue;
-		rel[strcspn(rel, "\n")] = 0;
-		if (strstr(line, ":memory:"))
-			snprintf(path, sizeof(path), "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", rel + 1);
-		else if (!strncmp(line, "0::", 3))
-			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", rel + 1);
-		else
-			continue;
-		if (!read_u64_file(path, &v) && v < lim && v < (1ull << 60))
-			lim = v;
-	}
-	if (f)
-		fclose(f);
-	return lim;
-}
-
-static uint64_t mem_total(void)
-{
-	char line[256];
-	unsigned long long kib = 0;
-	FILE *f = fopen("/proc/meminfo", "re");
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemTotal: %llu kB", &kib) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return (uint64_t)kib << 10;
-}
-
 static int resolve_local_mem(const struct options *o, uint64_t *out)
 {
 	const char *text = opt_str(o, OPT_LOCAL_MEM);
@@ -194,9 +136,9 @@ static int resolve_local_mem(const struct options *o, uint64_t *out)
 		}
 		return 0;
 	}
-	lim = cgroup_limit();
+	lim = sysmem_cgroup_limit();
 	if (lim == UINT64_MAX)
-		lim = mem_total();
+		lim = sysmem_total();
 	if (lim <= 2 * head) {
 		log_error("option local-mem auto: the cgroup limit %llu MiB leaves nothing after headroom %llu MiB",
 			  (unsigned long long)(lim >> 20), (unsigned long long)(head >> 20));
@@ -246,9 +188,37 @@ static int wait_port(struct embedded *e, char *addr, size_t cap)
 	return -ETIMEDOUT;
 }
 
+/* embedded-pool as the embedded memnode's --pool and --pool-max: 'auto'
+ * grows from embedded-pool-start up to the memory we may use at all. */
+static int embedded_pool(const struct options *o, char *pool, char *max, size_t cap)
+{
+	const char *text = opt_str(o, OPT_EMBEDDED_POOL);
+	uint64_t bytes, lim;
+
+	if (strcasecmp(text, "auto")) {
+		if (options_parse_size(text, &bytes)) {
+			log_error("option embedded-pool: '%s' is neither a size (e.g. 4G) nor 'auto'", text);
+			return -EINVAL;
+		}
+		snprintf(pool, cap, "%llu", (unsigned long long)bytes);
+		snprintf(max, cap, "0");
+		return 0;
+	}
+	lim = sysmem_cgroup_limit();
+	if (lim == UINT64_MAX)
+		lim = sysmem_total();
+	snprintf(pool, cap, "%llu", (unsigned long long)opt_num(o, OPT_EMBEDDED_POOL_START));
+	snprintf(max, cap, "%llu", (unsigned long long)lim);
+	return 0;
+}
+
 static int start_embedded(const struct options *o, struct embedded *e, char *addr, size_t cap)
 {
-	char exe[PATH_MAX], token[128], log[128], pool[32];
+	char exe[PATH_MAX], token[128], log[128], pool[32], max[32];
+	int err = embedded_pool(o, pool, max, sizeof(pool));
+
+	if (err)
+		return err;
 
 	snprintf(e->dir, sizeof(e->dir), "/tmp/comex-run.XXXXXX");
 	if (!mkdtemp(e->dir)) {
@@ -257,7 +227,6 @@ static int start_embedded(const struct options *o, struct embedded *e, char *add
 	}
 	snprintf(token, sizeof(token), "%s/token", e->dir);
 	snprintf(log, sizeof(log), "%s/memnode.log", e->dir);
-	snprintf(pool, sizeof(pool), "%llu", (unsigned long long)opt_num(o, OPT_EMBEDDED_POOL));
 	if (auth_token_generate(token))
 		return -EIO;
 	if (readlink("/proc/self/exe", exe, sizeof(exe) - 1) < 0)
@@ -273,8 +242,8 @@ static int start_embedded(const struct options *o, struct embedded *e, char *add
 		if (fd >= 0)
 			dup2(fd, 2);
 		unsetenv("LD_PRELOAD");
-		execl(exe, exe, "memnode", "--listen", "127.0.0.1:0", "--pool", pool, "--token-file", token,
-		      (char *)NULL);
+		execl(exe, exe, "memnode", "--listen", "127.0.0.1:0", "--pool", pool, "--pool-max", max,
+		      "--token-file", token, (char *)NULL);
 		_exit(127);
 	}
 	setenv("COMEX_TOKEN_FILE", token, 1);
