@@ -95,5 +95,11 @@ uint32_t evict_pick(struct evict *ev, pte_t *pt, uint32_t want, uint64_t *victim
 		victims[n++] = idx;
 	}
 	qsort(victims, n, sizeof(*victims), by_index);
-	return n;
+	/* a page must be evicted once: a stale item whose 12-bit generation
+	 * came round again could name it twice */
+	uint32_t u = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (!u || victims[i] != victims[u - 1])
+			victims[u++] = victims[i];
+	return u;
 }

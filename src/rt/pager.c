@@ -283,7 +283,7 @@ static int move_pages(uint64_t from, uint64_t to, uint64_t n)
 
 		if (s == PTE_DIRTY || s == PTE_CLEAN) {
 			if (!P.detached) {
-				err = uffd_copy(P.c.uffd, page_addr(to + i), page_addr(from + i), PAGE_SIZE, s == PTE_CLEAN);
+				err = uffd_copy(P.c.uffd, page_addr(to + i), page_addr(from + i), PAGE_SIZE, s == PTE_CLEAN, NULL);
 				if (err)
 					return err;
 				pager_became_resident(to + i, s, pte_node(e), pte_pfn(e));

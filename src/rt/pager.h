@@ -31,13 +31,13 @@ struct pager_config {
 };
 
 int pager_init(const struct pager_config *cfg);
-/* The handler thread's body; never returns. */
-void pager_run(void);
+/* A fault handler thread's body, pinned to cpu (>= 0) or not; never returns. */
+void pager_run(int cpu);
 /* The reclaimer thread's body (when cfg->reclaimer); never returns. */
 void *pager_reclaimer(void *arg);
 /* Watchdog probe: nanoseconds the handler has been stuck on one batch of
  * faults (0 if idle or progressing), and the address it is serving. */
-uint64_t pager_stuck_ns(uint64_t now_ns, uintptr_t *addr_out);
+uint64_t pager_stuck_ns(uint64_t now_ns, uintptr_t *addr_out); /* *addr_out set when stuck */
 
 /* The interposed calls, for ranges inside the region only. */
 int pager_mmap(size_t len, int prot, void **out);

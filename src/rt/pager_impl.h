@@ -36,6 +36,8 @@ struct pager {
 	struct { uint32_t pfn, left; } cursor[MAX_NODES];
 	uint64_t resident, heap_hi, map_hi;
 	uint64_t low_free, high_free; /* reclaimer watermarks, pages free under the budget */
+	uint64_t full_until;          /* ns: every memnode said full; no eviction tried before */
+	int fault_waiters;            /* handlers waiting for the lock (atomic): the reclaimer yields */
 	int memfd;                    /* /proc/self/mem: reads pages whatever their protection */
 	int pmfd;                     /* /proc/self/pagemap (async mode) */
 	char *park;                   /* MAX_BATCH pages registered (WP only) as UFFDIO_MOVE's target */

@@ -15,6 +15,7 @@
  * Dirty victims go to their memnode's write buffer; clean ones keep their
  * frame and are dropped; all-zero ones become untouched again. */
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -32,8 +33,14 @@
 
 /* One frame for an evicted page, from the preferred node or, when that one
  * is full or failed, the next (COMEX Fig. 4). -ENOSPC when all are full. */
+#define FULL_BACKOFF_NS 100000000ull /* 100 ms: a full pool is asked again after this */
+
+static bool pools_full(void) { return P.full_until && now_ns() < P.full_until; }
+
 static int take_frame(unsigned *node_out, uint32_t *pfn_out)
 {
+	if (pools_full())
+		return -ENOSPC;
 	for (unsigned a = 0; a < P.nnodes; a++) {
 		unsigned n = placement_choice(P.preferred, a, P.nnodes);
 		uint32_t pfn, count;
@@ -49,6 +56,7 @@ static int take_frame(unsigned *node_out, uint32_t *pfn_out)
 		P.cursor[n].left--;
 		return 0;
 	}
+	P.full_until = now_ns() + FULL_BACKOFF_NS;
 	return -ENOSPC;
 }
 
@@ -241,7 +249,7 @@ static uint32_t park_base;            /* victims of the batch before the current
 static int park_run(uint64_t first, uint32_t len)
 {
 	uint64_t written[PAGEMAP_MAX_PAGES / 64];
-	uint32_t done = 0;
+	uint32_t done = 0, retried = 0;
 	int err = pagemap_written(P.pmfd, page_addr(first), len, written);
 
 	if (err)
@@ -255,6 +263,14 @@ static int park_run(uint64_t first, uint32_t len)
 			park_state[park_base + done] = PARKED | ((written[done / 64] >> (done % 64)) & 1 ? WRITTEN : 0);
 		if (!err)
 			break;
+		if (err == -EEXIST && !retried++) {
+			/* a parking slot is not empty (never seen to happen by design:
+			 * each batch empties what it used): empty it and try again */
+			log_warn("eviction parking slot %u was populated; emptied", park_base + done);
+			raw_madvise(P.park + ((size_t)(park_base + done) << PAGE_SHIFT),
+				    (size_t)(len - done) << PAGE_SHIFT, MADV_DONTNEED);
+			continue;
+		}
 		if (err != -EBUSY && err != -EINVAL && err != -EAGAIN)
 			pager_die("cannot move pages out to evict them", (uintptr_t)page_addr(first + done), err);
 		park_state[park_base + done++] = 0; /* stays resident */
@@ -295,7 +311,7 @@ static void unpark(uint64_t idx, char *src)
 	int err = uffd_move(P.c.uffd, page_addr(idx), src, PAGE_SIZE, &moved);
 
 	if (err)
-		err = uffd_copy(P.c.uffd, page_addr(idx), src, PAGE_SIZE, 0);
+		err = uffd_copy(P.c.uffd, page_addr(idx), src, PAGE_SIZE, 0, NULL);
 	if (err && err != -EEXIST)
 		pager_die("cannot put back a page that could not be evicted", (uintptr_t)page_addr(idx), err);
 	P.pt[idx] = pte_set_state(P.pt[idx], PTE_DIRTY);
@@ -340,7 +356,8 @@ static uint32_t evict_batch(void)
 	return gone;
 }
 
-static bool may_evict(void) { return !__atomic_load_n(&P.no_evict, __ATOMIC_ACQUIRE); }
+/* Not while a fork is being prepared, nor while every memnode is full. */
+static bool may_evict(void) { return !__atomic_load_n(&P.no_evict, __ATOMIC_ACQUIRE) && !pools_full(); }
 
 void reclaim_make_room(uint64_t k)
 {
@@ -374,7 +391,11 @@ void *pager_reclaimer(void *arg)
 		while (P.resident + P.high_free > P.c.budget_pages && may_evict()) {
 			if (!evict_batch())
 				break;
+			/* a mutex is not fair: hand it to the waiting fault handlers
+			 * before the next batch, or faults starve behind reclaim */
 			pthread_mutex_unlock(&P.lock);
+			while (__atomic_load_n(&P.fault_waiters, __ATOMIC_ACQUIRE))
+				sched_yield();
 			pthread_mutex_lock(&P.lock);
 		}
 	}

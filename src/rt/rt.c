@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <mimalloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,9 +99,8 @@ static uint64_t now_ns(void)
 
 static void *handler_main(void *arg)
 {
-	(void)arg;
 	rt_internal = 1;
-	pager_run();
+	pager_run((int)(intptr_t)arg);
 	return NULL;
 }
 
@@ -216,6 +216,10 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 		log_error("option prefetch: %u pages; at most 64 without prefetch-policy adaptive", pc->prefetch);
 		return -EINVAL;
 	}
+	if (strcmp(opt_str(&opts, OPT_FAULT_HANDLERS), "per-cpu") && strcmp(opt_str(&opts, OPT_FAULT_HANDLERS), "one")) {
+		log_error("option fault-handlers: '%s' is neither per-cpu nor one", opt_str(&opts, OPT_FAULT_HANDLERS));
+		return -EINVAL;
+	}
 	if (strcmp(policy, "clock") && strcmp(policy, "fifo")) {
 		log_error("option evict-policy: '%s' is neither clock nor fifo", policy);
 		return -EINVAL;
@@ -227,16 +231,33 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 	return budget(client_nodes(cl), pc);
 }
 
-static void start_thread(void *(*fn)(void *), const char *name)
+static void start_thread(void *(*fn)(void *), void *arg, const char *name)
 {
 	pthread_t t;
 
-	if (pthread_create(&t, NULL, fn, NULL)) {
+	if (pthread_create(&t, NULL, fn, arg)) {
 		log_error("cannot start the %s thread: %m", name);
 		fail("start-up failed");
 	}
 	pthread_setname_np(t, name);
 	pthread_detach(t);
+}
+
+/* fault-handlers per-cpu: one pinned handler per CPU the program may run
+ * on (a thread that faults wakes the one on its own CPU); one: a single
+ * unpinned handler that busy-polls handler-spin after each fault. */
+static void start_handlers(void)
+{
+	const char *mode = opt_str(&opts, OPT_FAULT_HANDLERS);
+	cpu_set_t set;
+
+	if (!strcmp(mode, "per-cpu") && !sched_getaffinity(0, sizeof(set), &set)) {
+		for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+			if (CPU_ISSET(cpu, &set))
+				start_thread(handler_main, (void *)(intptr_t)cpu, "comex-fault");
+		return;
+	}
+	start_thread(handler_main, (void *)(intptr_t)-1, "comex-fault");
 }
 
 static void note_nodes(struct comex_client *cl)
@@ -281,10 +302,10 @@ __attribute__((constructor(101))) static void rt_init(void)
 	if (pager_init(&pc))
 		fail("pager start-up failed");
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
-	start_thread(handler_main, "comex-fault");
+	start_handlers();
 	if (pc.reclaimer)
-		start_thread(reclaimer_main, "comex-reclaim");
-	start_thread(watchdog_main, "comex-watchdog");
+		start_thread(reclaimer_main, NULL, "comex-reclaim");
+	start_thread(watchdog_main, NULL, "comex-watchdog");
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	__atomic_store_n(&rt_mode, RT_MANAGED, __ATOMIC_RELEASE); /* mmap family managed from now on */
 	log_debug("managing %p-%p, budget %llu pages", (void *)rt_heap_lo, (void *)rt_region_hi,

@@ -242,8 +242,15 @@ static int start_embedded(const struct options *o, struct embedded *e, char *add
 		if (fd >= 0)
 			dup2(fd, 2);
 		unsetenv("LD_PRELOAD");
-		execl(exe, exe, "memnode", "--listen", "127.0.0.1:0", "--pool", pool, "--pool-max", max,
-		      "--token-file", token, (char *)NULL);
+		/* rma: the memnode serves this program only, which may hold its
+		 * pool key; pages then move without the memnode's CPU, which can
+		 * sleep between control requests instead of polling a core */
+		if (opt_num(o, OPT_EMBEDDED_RMA))
+			execl(exe, exe, "memnode", "--listen", "127.0.0.1:0", "--pool", pool, "--pool-max", max,
+			      "--token-file", token, "--data-path", "rma", "--idle-spin", "0", (char *)NULL);
+		else
+			execl(exe, exe, "memnode", "--listen", "127.0.0.1:0", "--pool", pool, "--pool-max", max,
+			      "--token-file", token, (char *)NULL);
 		_exit(127);
 	}
 	setenv("COMEX_TOKEN_FILE", token, 1);

@@ -97,25 +97,26 @@ int uffd_register(int fd, void *addr, size_t len, bool missing)
 	return 0;
 }
 
-int uffd_copy(int fd, void *dst, const void *src, size_t len, int wp)
+int uffd_copy(int fd, void *dst, const void *src, size_t len, int wp, size_t *copied_out)
 {
 	struct uffdio_copy c = {
 		.dst = (uintptr_t)dst, .src = (uintptr_t)src, .len = len,
 		.mode = wp ? UFFDIO_COPY_MODE_WP : 0,
 	};
+	int err = ioctl(fd, UFFDIO_COPY, &c) ? -errno : 0;
 
-	if (ioctl(fd, UFFDIO_COPY, &c))
-		return -errno;
-	return 0;
+	if (copied_out)
+		*copied_out = err ? (c.copy > 0 ? (size_t)c.copy : 0) : len;
+	return err;
 }
 
-int uffd_zero(int fd, void *dst, size_t len)
+int uffd_zero(int fd, void *dst, size_t len, size_t *zeroed_out)
 {
 	struct uffdio_zeropage z = { .range = { (uintptr_t)dst, len } };
+	int err = ioctl(fd, UFFDIO_ZEROPAGE, &z) ? -errno : 0;
 
-	if (ioctl(fd, UFFDIO_ZEROPAGE, &z))
-		return -errno;
-	return 0;
+	*zeroed_out = err ? (z.zeropage > 0 ? (size_t)z.zeropage : 0) : len;
+	return err;
 }
 
 int uffd_wp(int fd, void *addr, size_t len, int on)

@@ -17,9 +17,12 @@ int uffd_open(bool want_async, int *fd_out, bool *async_out);
 const char *uffd_permission_help(int err);
 /* Registers for write-protect faults, and for missing pages when missing. */
 int uffd_register(int fd, void *addr, size_t len, bool missing);
-/* Installs len bytes from src at dst (missing pages); wp maps them write-protected. */
-int uffd_copy(int fd, void *dst, const void *src, size_t len, int wp);
-int uffd_zero(int fd, void *dst, size_t len);
+/* Installs len bytes from src at dst (missing pages); wp maps them
+ * write-protected. On an error, *copied_out (may be NULL) says how many
+ * bytes were installed before it: those pages are mapped. */
+int uffd_copy(int fd, void *dst, const void *src, size_t len, int wp, size_t *copied_out);
+/* Maps the zero page over len bytes at dst; *zeroed_out as uffd_copy's. */
+int uffd_zero(int fd, void *dst, size_t len, size_t *zeroed_out);
 /* on: write-protect; off: unprotect and wake writers waiting on it. */
 int uffd_wp(int fd, void *addr, size_t len, int on);
 int uffd_wake(int fd, void *addr, size_t len);
