@@ -36,7 +36,7 @@ bench: build
 	python3 bench/transport.py --build $(BUILD)
 	python3 bench/pager.py --build $(BUILD)
 
-# The evaluation against swap-disk, zram and all-local (docs/BENCH.md, ~50 min, root):
+# The evaluation against swap-disk, zram and all-local (docs/BENCH.md, ~35-45 min, root):
 # JSON in bench/results, plots in docs/img, docs/RESULTS.md.
 bench-eval: build
 	bash bench/run_eval.sh $(BUILD)

@@ -1,13 +1,14 @@
 """python3 -m bench.harness EXPERIMENT [options]
 
-Experiments: sweep, faults, sensitivity, multitask, tax, all (each of those,
-one result file each), smoke, demo; report (plots and docs/RESULTS.md from
+Experiments: sweep, faults, sensitivity, multitask, tax, busy, all (each of
+those, one result file each), smoke, demo; report (plots and docs/RESULTS.md from
 bench/results), cleanup (what a killed harness left behind).
 
 Run from the repository root as root. Examples:
   python3 -m bench.harness sweep --workloads python,redis --runs 3
   python3 -m bench.harness all --build /tmp/b            # the full evaluation
   python3 -m bench.harness smoke --quick                 # every mode once, tiny
+  python3 -m bench.harness busy --workloads seq --size 512  # 25 % beside stress-ng, and without
   python3 -m bench.harness report                        # re-render plots + docs/RESULTS.md
 """
 
@@ -52,8 +53,8 @@ def ints(s):
 def parse(argv):
     p = argparse.ArgumentParser(prog="python3 -m bench.harness", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("experiment", choices=["sweep", "faults", "sensitivity", "multitask", "tax", "all", "smoke",
-                                          "demo", "report", "cleanup"])
+    p.add_argument("experiment", choices=["sweep", "faults", "sensitivity", "multitask", "tax", "busy", "all",
+                                          "smoke", "demo", "report", "cleanup"])
     p.add_argument("--build", default="build", help="build directory with comex, libcomex-rt.so, progs/, pager_bench")
     p.add_argument("--size", type=int, help="footprint in MiB of every workload (default: per workload, see --help)")
     p.add_argument("--sweep-sizes", "--sizes", dest="size_map", type=lambda x: {k: int(v) for k, v in (i.split("=") for i in csv(x))},
@@ -71,6 +72,15 @@ def parse(argv):
     p.add_argument("--mt-workloads", type=csv, default=["rand"])
     p.add_argument("--mt-modes", type=csv, default=["local", "swap-disk", "zram", "comex"])
     p.add_argument("--mt-fraction", type=int, default=25)
+    p.add_argument("--busy-modes", type=csv, default=["local", "comex-shm", "swap-disk", "zram"],
+                   help="busy: modes run beside each neighbour (local is the reference)")
+    p.add_argument("--neighbours", type=csv, default=list(sysenv.NEIGHBOURS),
+                   help="busy: %s (none: no neighbour; stress: stress-ng --cpu <cores>; stress-nice: the same "
+                        "under nice -n 19)" % ",".join(sysenv.NEIGHBOURS))
+    p.add_argument("--busy-fraction", type=int, default=25)
+    p.add_argument("--spin", choices=["off", "on"], default="off",
+                   help="comex's busy-polling: off (default: idle-spin, handler-spin, client-spin 0; docs/BENCH.md "
+                        "B8) or on (comex's own defaults)")
     p.add_argument("--timeout", type=float, default=900, help="hard limit of one run (s)")
     p.add_argument("--timeout-factor", type=float, default=40,
                    help="a run slower than this many times its local run is stopped (and smaller fractions skipped)")
@@ -95,7 +105,12 @@ def parse(argv):
     for w in a.workloads + a.sens_workloads + a.mt_workloads:
         if w not in ALL_WORKLOADS:
             p.error("unknown workload %s (known: %s)" % (w, ", ".join(ALL_WORKLOADS)))
-    for m in a.modes + a.mt_modes:
+    if "local" not in a.busy_modes:
+        a.busy_modes = ["local"] + a.busy_modes
+    for nb in a.neighbours:
+        if nb not in sysenv.NEIGHBOURS:
+            p.error("unknown neighbour %s (known: %s)" % (nb, ", ".join(sysenv.NEIGHBOURS)))
+    for m in a.modes + a.mt_modes + a.busy_modes:
         if m not in ALL_MODES:
             p.error("unknown mode %s (known: %s)" % (m, ", ".join(ALL_MODES)))
     for x in a.params:
@@ -117,7 +132,8 @@ def main(argv):
         log("the harness needs root (cgroups, swap, zram, network namespaces)")
         return 77
     sysenv.install_signal_handlers()
-    names = ["sweep", "faults", "sensitivity", "multitask", "tax"] if a.experiment == "all" else [a.experiment]
+    names = ["sweep", "faults", "sensitivity", "multitask", "tax", "busy"] if a.experiment == "all" \
+        else [a.experiment]
     t0 = time.monotonic()
     rc = 0
     docs = []

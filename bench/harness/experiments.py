@@ -8,6 +8,8 @@
   tax         comex with a budget twice the footprint (nothing evicted) against local
   all         all of the above
   smoke       every mode once at a tiny size, outputs verified (tests/e2e_bench_smoke.sh)
+  busy        the 25 % runs again beside a CPU-bound neighbour on every core (stress-ng --cpu N, plain and
+              at nice 19) and without, with local beside the same neighbour as the reference
   demo        one real program: local, swap-disk, zram, comex at 25 % (scripts/demo_compare.sh)"""
 
 from .modes import ALL_MODES
@@ -30,10 +32,11 @@ def _interleaved(sess, plan):
     dead = set()
     for rep in range(sess.args.runs):
         for (w, mname, frac, kw) in plan:
-            key = (w, mname, tuple(kw.get("comex_opts") or ()), kw.get("k", 1), rep)
+            key = (w, mname, tuple(kw.get("comex_opts") or ()), kw.get("k", 1), kw.get("neighbour"), rep)
             if key in dead:
                 sess.records.append({"experiment": sess.experiment, "workload": w, "mode": mname, "fraction": frac,
                                      "rep": rep, "k": kw.get("k", 1), "comex_opts": kw.get("comex_opts") or [],
+                                     "neighbour": kw.get("neighbour", "none"),
                                      "ok": False, "verified": False, "skipped": "timed out at a larger fraction"})
                 sess.progress("%s %s %s%%: skipped (timed out at a larger fraction)" % (w, mname, frac))
                 continue
@@ -116,6 +119,20 @@ def tax(sess):
     _interleaved(sess, plan)
 
 
+def busy(sess):
+    """Slowdown growth beside a CPU-bound neighbour: every mode of
+    --busy-modes at --busy-fraction, and local (unlimited) as the reference,
+    once per neighbour of --neighbours (none, stress, stress-nice); the
+    harness starts the neighbour for each run and stops it afterwards."""
+    a = sess.args
+    wls = _refs(sess, a.workloads)
+    _provision(sess, wls)
+    plan = [(w, m, (a.busy_fraction if m != "local" else None), {"neighbour": nb})
+            for w in wls for nb in a.neighbours for m in a.busy_modes]
+    sess.planned += len(plan) * a.runs
+    _interleaved(sess, plan)
+
+
 def smoke(sess):
     """Every mode once at a tiny size; the caller checks every record verified."""
     a = sess.args
@@ -142,4 +159,4 @@ def demo(sess):
 
 
 EXPERIMENTS = {"sweep": sweep, "faults": faults, "sensitivity": sensitivity, "multitask": multitask, "tax": tax,
-               "smoke": smoke, "demo": demo}
+               "busy": busy, "smoke": smoke, "demo": demo}

@@ -5,9 +5,16 @@ pages that do not fit go:
   local        no limit (the denominator of every slowdown)
   swap-disk    Linux swap on a swap file on the local disk
   zram         Linux swap on a zram device (compressed RAM)
-  comex        comex run, swap off for the group, two memnodes on loopback
+  comex        comex run, swap off for the group, two memnodes on loopback (TCP)
+  comex-shm    comex run with its embedded memnode (no --memnode): one memnode
+               that comex run starts itself, on shared memory, whose pool
+               grows with the program (embedded-pool auto)
   comex-net10  comex run, each memnode in its own network namespace behind a
   comex-net25  veth pair shaped by tbf to 10 / 25 Gbit/s
+
+No comex mode busy-polls (NO_SPIN): memnodes sleep between requests and the
+fault handler and the client sleep while they wait, so no polling thread
+competes with the program (or a neighbour) for a core.
 
 A mode's set-up (swap file, zram device, namespaces) happens once per
 experiment; each run enables its swap device, starts fresh memnodes and
@@ -21,8 +28,16 @@ import subprocess
 from . import sysenv
 from .sysenv import Cgroup, Memnode, NetNs, Refused, SwapFile, Zram, log
 
-ALL_MODES = ["local", "swap-disk", "zram", "comex", "comex-net10", "comex-net25"]
+ALL_MODES = ["local", "swap-disk", "zram", "comex", "comex-shm", "comex-net10", "comex-net25"]
 MIB = 1 << 20
+# Busy-polling off everywhere the harness starts comex: the memnodes'
+# idle-spin (separate memnodes get the flag, comex run's embedded memnode the
+# environment variable, which it inherits) and the runtime's handler-spin and
+# client-spin (flags of comex run). docs/BENCH.md, B8.
+MEMNODE_NO_SPIN = {"COMEX_IDLE_SPIN": "0"}
+RUN_NO_SPIN = ["--handler-spin", "0", "--client-spin", "0"]
+# the shell that joins a cgroup, then execs the program: argv = ENTER + [procs file] + program
+ENTER = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"']
 
 
 def comex_headroom(limit):
@@ -32,6 +47,13 @@ def comex_headroom(limit):
     Measured here: a comex'd Python uses local-mem + 9-10 MiB of its cgroup.
     See docs/BENCH.md."""
     return max(12 * MIB, min(64 * MIB, limit // 8))
+
+
+def comex_budget(limit):
+    """comex's local-mem for a cgroup limit: what `--local-mem auto --headroom
+    H` resolves to inside the cgroup (limit - H), or half the limit where that
+    would leave less."""
+    return max(limit - comex_headroom(limit), limit // 2)
 
 
 class RunCtx:
@@ -48,28 +70,44 @@ class RunCtx:
         self.memnodes = []
         self.info = {}
 
-    def wrap(self, argv, i=0, stats=None):
-        """argv as the mode runs it (under `comex run` for comex modes)."""
+    def command(self, argv, i=0, stats=None):
+        """The whole command line of instance i: it joins its cgroup and runs
+        argv, under `comex run` for comex modes. With separate memnodes
+        `comex run` itself joins the cgroup (its budget and buffers are
+        inside the limit); with the embedded memnode `comex run` stays
+        outside, in the harness's cgroup, so the memnode it forks is too
+        (B3: remote memory is outside the limit), and only the program joins
+        the cgroup: the shell that does so is itself started under the
+        runtime (one extra runtime start-up, a few ms, against comex)."""
+        enter = ENTER + [self.cgroups[i].f("cgroup.procs")]
         if not self.mode.comex:
-            return list(argv)
-        pre = [str(self.mode.comex_bin), "run", "--token-file", self.mode.token]
+            return enter + list(argv)
+        pre = [str(self.mode.comex_bin), "run"] + self.mode.run_spin()
+        if not self.mode.embedded:
+            pre += ["--token-file", self.mode.token]
         for m in self.memnodes:
             pre += ["--memnode", m.addr]
         if self.limit is None:
             pre += ["--local-mem", self.comex_local_mem]
-        elif self.limit > 2 * comex_headroom(self.limit) + 4 * MIB:
+        elif self.limit > 2 * comex_headroom(self.limit) + 4 * MIB and not self.mode.embedded:
             # auto: the cgroup limit minus the headroom, resolved by comex itself
             pre += ["--local-mem", "auto", "--headroom", "%dK" % (comex_headroom(self.limit) >> 10)]
         else:
-            # comex's auto refuses a limit under twice the headroom: the same budget, given explicitly
-            pre += ["--local-mem", "%dK" % (max(self.limit - comex_headroom(self.limit), self.limit // 2) >> 10)]
+            # outside the cgroup (embedded), or where comex's auto refuses a limit under
+            # twice the headroom: the same budget, given explicitly
+            pre += ["--local-mem", "%dK" % (comex_budget(self.limit) >> 10)]
         if stats:
             pre += ["--stats-json", stats]
-        return pre + self.comex_opts + ["--"] + list(argv)
+        pre += self.comex_opts + ["--"]
+        if self.mode.embedded:
+            return pre + enter + list(argv)
+        return enter + pre + list(argv)
 
     def env(self):
         e = dict(os.environ)
         e.pop("LD_PRELOAD", None)
+        if self.mode.embedded:
+            e.update(self.mode.memnode_spin())
         if self.mode.net_rate:
             e["UCX_TLS"] = "tcp"
             e["UCX_NET_DEVICES"] = self.mode.netns[0].bridge
@@ -81,12 +119,16 @@ class RunCtx:
 
 class Mode:
     comex = False
+    embedded = False
     swap_kind = None
     net_rate = None
 
-    def __init__(self, name, build):
+    def __init__(self, name, build, spin=False):
+        """spin: keep comex's busy-polling defaults (--spin on) instead of
+        turning it off (B8)."""
         self.name = name
         self.build = build
+        self.spin = spin
         self.comex_bin = os.path.join(build, "comex")
         self.device = None
         self.netns = []
@@ -128,6 +170,12 @@ class Mode:
 
     def describe(self):
         return {"name": self.name}
+
+    def run_spin(self):
+        return [] if self.spin else list(RUN_NO_SPIN)
+
+    def memnode_spin(self):
+        return {} if self.spin else dict(MEMNODE_NO_SPIN)
 
 
 class Local(Mode):
@@ -198,10 +246,13 @@ class ZramMode(SwapMode):
 class ComexMode(Mode):
     comex = True
 
-    def __init__(self, name, build, rate=None, nodes=2):
-        super().__init__(name, build)
+    def __init__(self, name, build, rate=None, nodes=2, embedded=False, spin=False):
+        """embedded: no memnodes of ours; `comex run` starts its own (nodes
+        is then 1, for the memory check)."""
+        super().__init__(name, build, spin)
         self.net_rate = rate
-        self.nodes = nodes
+        self.embedded = embedded
+        self.nodes = 1 if embedded else nodes
 
     def precondition(self, pool_bytes, swap_bytes):
         r = super().precondition(pool_bytes, swap_bytes)
@@ -228,7 +279,7 @@ class ComexMode(Mode):
     def setup(self, workdir, pool_bytes, swap_bytes):
         super().setup(workdir, pool_bytes, swap_bytes)
         self.token = os.path.join(workdir, "token")
-        if not os.path.exists(self.token):
+        if not self.embedded and not os.path.exists(self.token):
             subprocess.run([self.comex_bin, "token", self.token], check=True, stdout=subprocess.DEVNULL)
         if self.net_rate:
             for i in range(self.nodes):
@@ -243,11 +294,15 @@ class ComexMode(Mode):
 
     def _begin(self, ctx):
         # memnodes are separate processes outside the benchmark cgroup (the
-        # harness's own), fresh for every run so no run inherits another's pool state
+        # harness's own), fresh for every run so no run inherits another's pool
+        # state; the embedded one is comex run's, started and stopped by it
+        if self.embedded:
+            ctx.info["memnodes"] = "embedded"
+            return
         for i in range(self.nodes):
             ns = self.netns[i] if self.net_rate else None
             m = Memnode(self.comex_bin, self.token, self.pool, self.workdir, netns=ns,
-                        name="%s-mn%d" % (self.name, i))
+                        name="%s-mn%d" % (self.name, i), env=self.memnode_spin())
             ctx.memnodes.append(m)
             m.start()
         ctx.info["memnodes"] = [m.addr for m in ctx.memnodes]
@@ -256,7 +311,15 @@ class ComexMode(Mode):
     def describe(self):
         d = {"name": self.name, "memnodes": self.nodes, "pool_mib": getattr(self, "pool", 0) >> 20,
              "transport": "UCX over TCP",
-             "headroom": "max(12 MiB, min(64 MiB, limit/8)) via --local-mem auto --headroom"}
+             "headroom": "max(12 MiB, min(64 MiB, limit/8)) via --local-mem auto --headroom",
+             "spin": {"memnode": self.memnode_spin(), "run": self.run_spin()}}
+        if self.embedded:
+            d.update(memnodes="embedded", pool_mib=None, pool="embedded-pool auto (64 MiB, grows with the program)",
+                     transport="UCX shared memory (comex run's default for its embedded memnode)",
+                     headroom="max(12 MiB, min(64 MiB, limit/8)): --local-mem limit - headroom, given explicitly "
+                              "(comex run is outside the cgroup)",
+                     network="none (same host, shared memory)")
+            return d
         if self.net_rate:
             d["network"] = [n.describe() for n in self.netns] or "netns + veth + tbf %d Gbit/s" % self.net_rate
             d["ucx_env"] = {"UCX_TLS": "tcp", "UCX_NET_DEVICES": "the bridge (client), the veth (memnode)"}
@@ -265,7 +328,7 @@ class ComexMode(Mode):
         return d
 
 
-def make_mode(name, build):
+def make_mode(name, build, spin=False):
     if name == "local":
         return Local(name, build)
     if name == "swap-disk":
@@ -273,7 +336,9 @@ def make_mode(name, build):
     if name == "zram":
         return ZramMode(name, build)
     if name == "comex":
-        return ComexMode(name, build)
+        return ComexMode(name, build, spin=spin)
+    if name == "comex-shm":
+        return ComexMode(name, build, embedded=True, spin=spin)
     if name.startswith("comex-net"):
-        return ComexMode(name, build, rate=int(name[len("comex-net"):]))
+        return ComexMode(name, build, rate=int(name[len("comex-net"):]), spin=spin)
     raise ValueError("unknown mode %r (modes: %s)" % (name, ", ".join(ALL_MODES)))

@@ -11,9 +11,15 @@ from .sysenv import ROOT, log
 IMG = ROOT / "docs" / "img"
 DOC = ROOT / "docs" / "RESULTS.md"
 NOTES = ROOT / "bench" / "results" / "notes.md"
-MODE_ORDER = ["local", "swap-disk", "zram", "comex", "comex-net10", "comex-net25"]
+MODE_ORDER = ["local", "swap-disk", "zram", "comex-shm", "comex", "comex-net10", "comex-net25"]
+COMEX_MODES = [m for m in MODE_ORDER if m.startswith("comex")]
 COLORS = {"local": "#444444", "swap-disk": "#d62728", "zram": "#ff7f0e", "comex": "#1f77b4",
-          "comex-net10": "#2ca02c", "comex-net25": "#9467bd"}
+          "comex-shm": "#17becf", "comex-net10": "#2ca02c", "comex-net25": "#9467bd"}
+# the fractions and the bound of the issue's targets (sec_targets)
+TARGET_FRACTIONS = [50, 25]
+TARGET_MEDIAN_FRACTION = 50
+TARGET_MEDIAN_SLOWDOWN = 2.0
+NEIGHBOUR_NAMES = {"none": "no neighbour", "stress": "stress-ng --cpu N", "stress-nice": "nice -n 19 stress-ng --cpu N"}
 FAULT_KEYS = [("faults_zero", "first touch (zero)"), ("faults_wbuf_hit", "write-buffer hit"),
               ("faults_rbuf_hit", "read-buffer hit"), ("faults_remote", "remote read"),
               ("pages_prefetch_mapped", "prefetched, mapped with the read"), ("faults_wp", "write to a clean page")]
@@ -127,21 +133,22 @@ def sec_sweep(doc, out, plt):
                 row.append(cell(doc, s) if s else "—")
             out.append("| %s | %s |" % (m, " | ".join(row)))
         # comex against the swap modes, same run
-        for base in ("swap-disk", "zram"):
-            row = []
-            for f in fr:
-                a, b = one(doc, workload=w, mode="comex", fraction=f), one(doc, workload=w, mode=base, fraction=f)
-                ma, mb = (a or {}).get(metric(doc, w)), (b or {}).get(metric(doc, w))
-                if ma and mb:
-                    sp = (ma["median"] / mb["median"]) if hib(doc, w) else (mb["median"] / ma["median"])
-                    row.append("%.2fx" % sp)
-                elif mb and not ma:
-                    row.append("comex failed")
-                elif ma and not mb:
-                    row.append("%s failed" % base)
-                else:
-                    row.append("—")
-            out.append("| comex speedup over %s | %s |" % (base, " | ".join(row)))
+        for cm in [m for m in modes if m in ("comex-shm", "comex")]:
+            for base in ("swap-disk", "zram"):
+                row = []
+                for f in fr:
+                    a, b = one(doc, workload=w, mode=cm, fraction=f), one(doc, workload=w, mode=base, fraction=f)
+                    ma, mb = (a or {}).get(metric(doc, w)), (b or {}).get(metric(doc, w))
+                    if ma and mb:
+                        sp = (ma["median"] / mb["median"]) if hib(doc, w) else (mb["median"] / ma["median"])
+                        row.append("%.2fx" % sp)
+                    elif mb and not ma:
+                        row.append("%s failed" % cm)
+                    elif ma and not mb:
+                        row.append("%s failed" % base)
+                    else:
+                        row.append("—")
+                out.append("| %s speedup over %s | %s |" % (cm, base, " | ".join(row)))
         out.append("")
         if w == "redis":
             out.append("redis-benchmark detail (median of runs): GET ops/s, GET p50 / p99 ms, SET ops/s, SET p99 ms\n")
@@ -189,13 +196,14 @@ def sec_sweep(doc, out, plt):
     plt.close(fig)
     out.append("![sweep](img/bench-sweep.png)\n")
     # Fig. 13 style: comex speedup over each swap mode vs M
+    cm = primary_comex(doc)
     fig, axes = plt.subplots(1, n, figsize=(5 * n, 3.5), squeeze=False)
     for ax, w in zip(axes[0], wls):
         width = 0.38
         for j, base in enumerate(("swap-disk", "zram")):
             xs, ys = [], []
             for i, f in enumerate(fr):
-                a, b = one(doc, workload=w, mode="comex", fraction=f), one(doc, workload=w, mode=base, fraction=f)
+                a, b = one(doc, workload=w, mode=cm, fraction=f), one(doc, workload=w, mode=base, fraction=f)
                 ma, mb = (a or {}).get(metric(doc, w)), (b or {}).get(metric(doc, w))
                 if ma and mb:
                     xs.append(i + (j - 0.5) * width)
@@ -205,7 +213,7 @@ def sec_sweep(doc, out, plt):
         ax.set_xticks(range(len(fr)))
         ax.set_xticklabels(["%d %%" % f for f in fr])
         ax.set_xlabel("local memory M (% of footprint)")
-        ax.set_ylabel("comex speedup (>1: comex faster)")
+        ax.set_ylabel("%s speedup (>1: comex faster)" % cm)
         ax.set_yscale("log")
         ax.set_title(w)
     axes[0][0].legend(fontsize=8)
@@ -241,6 +249,189 @@ def sec_sweep(doc, out, plt):
         fig.savefig(IMG / "bench-redis.png", dpi=110)
         plt.close(fig)
         out.append("![redis](img/bench-redis.png)\n")
+
+
+def primary_comex(doc):
+    """The comex mode the targets and the speedup plot are about: the embedded
+    memnode on shared memory (what `comex run` does by default) when the run
+    has it, else the first comex mode present."""
+    ms = modes_of(doc)
+    return next((m for m in COMEX_MODES if m in ms), "comex")
+
+
+def cost(doc, w, s):
+    """The median of a summary as a time (1 / throughput for redis), or None."""
+    m = (s or {}).get(metric(doc, w))
+    if not m or not m["median"]:
+        return None
+    return 1.0 / m["median"] if hib(doc, w) else m["median"]
+
+
+def why_missing(doc, s):
+    return cell(doc, s) if s else "not run"
+
+
+def pct_slower(r):
+    """r = comex time / other time > 1, as words."""
+    return "%.0f %% slower (%.2fx)" % (100 * (r - 1), r)
+
+
+def sec_targets(docs, out):
+    """The issue's targets, checked against the data (never hard-coded)."""
+    sw, busy = docs.get("sweep"), docs.get("busy")
+    if not sw and not busy:
+        return
+    out.append("## Targets\n")
+    out.append("Computed by `bench/harness/report.py` from the result files below. A workload counts as "
+               "sequential or streaming by its `access` class (docs/BENCH.md). ✅ met, ❌ missed (by how much), "
+               "— no data.\n")
+    rows = []
+    if sw:
+        sw["summary"] = results.summarize(sw["records"], lambda w, d=sw: metric(d, w))
+        wls = sorted({s["workload"] for s in sw["summary"] if s["mode"] != "local"})
+        frs = [f for f in TARGET_FRACTIONS if any(s["fraction"] == f for s in sw["summary"])]
+        for cm in [m for m in COMEX_MODES if m in modes_of(sw)]:
+            for base, which, label in (("swap-disk", wls, "faster than swap-disk on every workload"),
+                                       ("zram", [w for w in wls if sw["workloads"].get(w, {}).get("access") in
+                                                 ("sequential", "streaming")],
+                                        "no slower than zram on sequential and streaming workloads")):
+                if base not in modes_of(sw) or not which:
+                    continue
+                for f in frs:
+                    met, missed, nodata = [], [], []
+                    for w in which:
+                        a, b = one(sw, workload=w, mode=cm, fraction=f, k=1), one(sw, workload=w, mode=base,
+                                                                                  fraction=f, k=1)
+                        ca, cb = cost(sw, w, a), cost(sw, w, b)
+                        if ca and cb:
+                            r = ca / cb
+                            ok = r < 1 if base == "swap-disk" else r <= 1
+                            (met if ok else missed).append("%s %s" % (
+                                w, ("%.2fx faster" % (1 / r)) if r < 1 else ("%.2fx" % r if ok else pct_slower(r))))
+                        elif ca and b:
+                            met.append("%s (%s: %s)" % (w, base, why_missing(sw, b)))
+                        elif a and cb:
+                            missed.append("%s (%s: %s)" % (w, cm, why_missing(sw, a)))
+                        else:
+                            nodata.append(w)
+                    mark = "—" if not met and not missed else ("✅" if not missed else "❌")
+                    detail = "; ".join(["missed: " + ", ".join(missed)] if missed else []) or \
+                        "met: " + ", ".join(met)
+                    if missed and met:
+                        detail += "; met: " + ", ".join(met)
+                    if nodata:
+                        detail += "; no data: " + ", ".join(nodata)
+                    rows.append((cm, "%s at %d %%" % (label, f), mark, detail))
+            f = TARGET_MEDIAN_FRACTION
+            if f in frs or any(s["fraction"] == f for s in sw["summary"]):
+                sl, failed = [], []
+                for w in wls:
+                    a = one(sw, workload=w, mode=cm, fraction=f, k=1)
+                    ca, cr = cost(sw, w, a), (1 / sw["references"][w]["metric"] if hib(sw, w)
+                                              else sw["references"][w]["metric"])
+                    if ca:
+                        sl.append((ca / cr, w))
+                    elif a:
+                        failed.append(w)
+                        sl.append((float("inf"), w))
+                if sl:
+                    med = statistics.median(v for v, _ in sl)
+                    ok = med <= TARGET_MEDIAN_SLOWDOWN
+                    detail = "median %s over %d workloads (%s)" % (
+                        "%.2fx" % med if med != float("inf") else "∞ (most runs failed)", len(sl),
+                        ", ".join("%s %s" % (w, "%.2fx" % v if v != float("inf") else "failed") for v, w in sorted(sl)))
+                    if not ok and med != float("inf"):
+                        detail += "; missed by %.2fx (%.0f %% over the bound)" % (
+                            med / TARGET_MEDIAN_SLOWDOWN, 100 * (med / TARGET_MEDIAN_SLOWDOWN - 1))
+                    if failed:
+                        detail += "; failed runs count as infinitely slow"
+                    rows.append((cm, "median slowdown vs all-local ≤ %.0f× at %d %%" % (TARGET_MEDIAN_SLOWDOWN, f),
+                                 "✅" if ok else "❌", detail))
+    if busy:
+        busy["summary"] = results.summarize(busy["records"], lambda w, d=busy: metric(d, w))
+        for (cm, base, w, nb, g_c, g_b, why) in busy_growth(busy):
+            if g_c is None or g_b is None:
+                rows.append((cm, "slowdown growth beside %s ≤ %s's (%s)" % (nb, base, w), "—", why))
+                continue
+            ok = g_c <= g_b
+            detail = "%s: slowdown x%.2f beside the neighbour, %s: x%.2f" % (cm, g_c, base, g_b)
+            if not ok:
+                detail += "; missed by %.2fx" % (g_c / g_b)
+            rows.append((cm, "slowdown growth beside %s ≤ %s's (%s)" % (nb, base, w), "✅" if ok else "❌", detail))
+    out.append("| mode | target | | detail |")
+    out.append("|---|---|---|---|")
+    for r in rows:
+        out.append("| %s | %s | %s | %s |" % r)
+    out.append("")
+
+
+def busy_slowdowns(doc, w, m, nb):
+    """(slowdown of mode m beside neighbour nb against local beside the same
+    neighbour, the mode's summary, local's summary)."""
+    s = one(doc, workload=w, mode=m, neighbour=nb, k=1)
+    loc = one(doc, workload=w, mode="local", neighbour=nb, k=1)
+    cs, cl = cost(doc, w, s), cost(doc, w, loc)
+    return (cs / cl if cs and cl else None), s, loc
+
+
+def busy_growth(doc):
+    """Rows (comex mode, swap mode, workload, neighbour, comex's growth,
+    the swap mode's growth, why missing): growth = slowdown beside the
+    neighbour / slowdown without."""
+    out = []
+    modes = modes_of(doc)
+    nbs = [n for n in NEIGHBOUR_NAMES if n != "none" and any(s.get("neighbour") == n for s in doc["summary"])]
+    for w in sorted({s["workload"] for s in doc["summary"]}):
+        for cm in [m for m in COMEX_MODES if m in modes]:
+            for base in [b for b in ("swap-disk", "zram") if b in modes]:
+                for nb in nbs:
+                    g = []
+                    why = []
+                    for m in (cm, base):
+                        s1, a, _ = busy_slowdowns(doc, w, m, nb)
+                        s0, b, _ = busy_slowdowns(doc, w, m, "none")
+                        if s1 and s0:
+                            g.append(s1 / s0)
+                        else:
+                            g.append(None)
+                            why.append("%s: %s" % (m, why_missing(doc, a if not s1 else b)))
+                    out.append((cm, base, w, nb, g[0], g[1], "; ".join(why)))
+    return out
+
+
+def sec_busy(doc, out, plt):
+    frac = doc["metadata"]["options"].get("busy_fraction") or 25
+    out.append("## A busy machine: the %d %% runs beside a CPU-bound neighbour\n" % frac)
+    out.append("Each mode at %d %% of the footprint and local (unlimited), without a neighbour and beside one "
+               "on every core, started by the harness for each run and stopped after it (%s). Slowdown: against "
+               "local beside the same neighbour; growth: the slowdown beside the neighbour divided by the slowdown "
+               "without; the target is comex's growth ≤ swap's. Result file `%s`.\n"
+               % (frac, "; ".join("`%s`: %s" % kv for kv in NEIGHBOUR_NAMES.items()), doc["_path"]))
+    nbs = [n for n in NEIGHBOUR_NAMES if any(s.get("neighbour") == n for s in doc["summary"])]
+    modes = modes_of(doc)
+    for w in sorted({s["workload"] for s in doc["summary"]}):
+        out.append("### %s — footprint %d MiB\n" % (w, doc["references"][w]["footprint_bytes"] >> 20))
+        out.append("| mode | " + " | ".join("%s: %s / slowdown" % (n, metric(doc, w)) for n in nbs) +
+                   " | " + " | ".join("growth beside %s" % n for n in nbs if n != "none") + " |")
+        out.append("|---|" + "---|" * (2 * len(nbs) - 1))
+        for m in modes:
+            row, sl = [], {}
+            for n in nbs:
+                v, s, _ = busy_slowdowns(doc, w, m, n)
+                if m == "local":
+                    c = cost(doc, w, s)
+                    row.append(fmt_metric(doc, w, (1 / c if hib(doc, w) else c)) if c else why_missing(doc, s))
+                    continue
+                sl[n] = v
+                c = cost(doc, w, s)
+                row.append("%s / %.2fx%s" % (fmt_metric(doc, w, (1 / c if hib(doc, w) else c)), v,
+                                              " ⚠" if s.get("warn_spread") else "") if v else why_missing(doc, s))
+            for n in nbs:
+                if n == "none":
+                    continue
+                row.append("x%.2f" % (sl[n] / sl["none"]) if sl.get(n) and sl.get("none") else "—")
+            out.append("| %s | %s |" % (m, " | ".join(row)))
+        out.append("")
 
 
 def fmt_metric(doc, w, v):
@@ -476,8 +667,9 @@ def render():
     if NOTES.exists():
         out.append(NOTES.read_text().strip())
         out.append("")
-    order = [("sweep", sec_sweep), ("faults", sec_faults), ("sensitivity", sec_sens), ("multitask", sec_multi),
-             ("tax", sec_tax)]
+    sec_targets(docs, out)
+    order = [("sweep", sec_sweep), ("busy", sec_busy), ("faults", sec_faults), ("sensitivity", sec_sens),
+             ("multitask", sec_multi), ("tax", sec_tax)]
     for name, fn in order:
         if name in docs:
             d = docs[name]
@@ -504,6 +696,16 @@ def describe_mode(d):
         return "Linux swap on a %d MiB swap file on the local disk (%s)" % (d.get("size_mib", 0), d.get("fs", "?"))
     if n == "zram":
         return "Linux swap on %s, %d MiB, %s" % (d.get("dev"), d.get("size_mib", 0), d.get("comp_algorithm"))
+    spin = ""
+    if d.get("spin") and d["spin"]["run"]:
+        spin = "; no busy-polling (memnode %s, comex run %s)" % (
+            " ".join("%s=%s" % kv for kv in d["spin"]["memnode"].items()), " ".join(d["spin"]["run"]))
+    elif d.get("spin"):
+        spin = "; comex's busy-polling defaults (--spin on)"
+    if d.get("memnodes") == "embedded":
+        return ("comex run with its embedded memnode (no --memnode; %s), %s, comex run and its memnode outside "
+                "the cgroup, only the program in it (--local-mem = M − max(12 MiB, min(64 MiB, M/8)))%s"
+                % (d.get("pool"), d.get("transport"), spin))
     txt = ("comex run --local-mem auto --headroom max(12 MiB, min(64 MiB, M/8)), swap off for the cgroup; "
            "%d memnodes (pool %d MiB each, fresh per run) outside the cgroup, UCX over TCP, "
            % (d.get("memnodes", 2), d.get("pool_mib", 0)))
@@ -513,7 +715,7 @@ def describe_mode(d):
                 "of every veth; UCX_TLS=tcp, UCX_NET_DEVICES = bridge / veth" % (net[0]["bridge"], net[0]["rate_gbit"]))
     else:
         txt += "on loopback"
-    return txt
+    return txt + spin
 
 
 def demo_table(doc):

@@ -25,7 +25,7 @@ SUMMARY_KEYS = ["time_s", "access_s", "get_rps", "set_rps", "get_p50_ms", "get_p
 
 def config_key(r):
     return (r.get("workload"), r.get("mode"), r.get("fraction"), r.get("k", 1), tuple(r.get("comex_opts") or ()),
-            r.get("param"), r.get("value"))
+            r.get("param"), r.get("value"), r.get("neighbour") or "none")
 
 
 def reason(r):
@@ -55,10 +55,10 @@ def summarize(records, metric_of):
         groups.setdefault(config_key(r), []).append(r)
     out = []
     for key, rs in groups.items():
-        w, mode, frac, k, opts, param, value = key
+        w, mode, frac, k, opts, param, value, nb = key
         good = [r for r in rs if r.get("ok") and r.get("verified")]
         s = {"workload": w, "mode": mode, "fraction": frac, "k": k, "comex_opts": list(opts), "param": param,
-             "value": value, "runs": len(rs), "verified_runs": len(good),
+             "value": value, "neighbour": nb, "runs": len(rs), "verified_runs": len(good),
              "failed": [reason(r) for r in rs if not (r.get("ok") and r.get("verified"))],
              "metric": metric_of(w)}
         for m in SUMMARY_KEYS:
@@ -103,7 +103,7 @@ def write(sess, extra=None):
         "modes": {name: m.describe() for name, m in sess.modes.items()},
         "refused_modes": sess.refused,
         "workloads": {"%s" % w.name: dict(w.params(), description=w.description, metric=w.metric,
-                                          higher_is_better=w.higher_is_better)
+                                          higher_is_better=w.higher_is_better, access=w.access)
                       for (_, _), w in sess.workloads.items()},
         "references": {"%s" % n: v for (n, s), v in sess.refs.items()},
         "records": recs,

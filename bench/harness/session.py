@@ -66,7 +66,7 @@ class Session:
             raise Refused(self.refused[name])
         if name in self.modes:
             return self.modes[name]
-        m = make_mode(name, self.build)
+        m = make_mode(name, self.build, spin=getattr(self.args, "spin", "off") == "on")
         why = m.precondition(self.pool, self.swap)
         if why:
             self.refused[name] = why
@@ -127,14 +127,16 @@ class Session:
         return int(fp * fraction / 100) // PAGE * PAGE
 
     def run(self, name, mode_name, fraction, rep, k=1, comex_opts=None, comex_local_mem=None, size=None,
-            tag_extra="", extra=None):
+            tag_extra="", extra=None, neighbour="none"):
         """Runs workload `name` in a mode at `fraction` % of its local
         footprint (k instances at once, each in its own cgroup with that
-        limit); returns the record (also appended to self.records)."""
+        limit), beside a CPU-bound neighbour unless it is "none"; returns the
+        record (also appended to self.records)."""
         w = self.workload(name, size)
         rec = {"experiment": self.experiment, "workload": name, "size_mib": w.size, "mode": mode_name,
                "fraction": fraction, "rep": rep, "k": k, "comex_opts": list(comex_opts or []),
                "load_before": sysenv.loadavg()}
+        rec["neighbour"] = neighbour   # the CPU-bound program beside this run (sysenv.NEIGHBOURS)
         if extra:
             rec.update(extra)
         ref = self.refs.get((name, w.size))
@@ -154,14 +156,29 @@ class Session:
         if ref and not w.higher_is_better:
             # k programs share the machine's cores: allow each k times as long
             timeout = min(timeout, max(self.args.min_timeout, ref["metric"] * self.args.timeout_factor) * k)
+        if neighbour != "none":
+            why = sysenv.neighbour_precondition(neighbour)
+            if why:
+                rec.update(ok=False, verified=False, refused=why)
+                self.records.append(rec)
+                self.progress("%s %s beside %s: refused: %s" % (name, mode_name, neighbour, why))
+                return rec
+            # the program gets about half the CPU beside a neighbour on every core
+            timeout = min(self.args.timeout, 2 * timeout)
         rec["timeout_s"] = timeout
         vm0 = sysenv.vmstat()
         cpu0 = sysenv.cpu_times()
         ctx = None
         results = [None] * k
-        tag = "%s-%s-%s-%s-%d%s" % (name, mode_name, fraction, k, rep, tag_extra)
+        tag = "%s-%s-%s-%s-%d%s%s" % (name, mode_name, fraction, k, rep, tag_extra,
+                                      "" if neighbour == "none" else "-" + neighbour)
+        nb = None
         try:
             ctx = m.begin(limit, k, comex_opts, comex_local_mem)
+            if neighbour != "none":
+                nb = sysenv.Neighbour(neighbour, timeout)
+                rec["neighbour_cmd"] = nb.describe()
+                nb.start()
             stats = [os.path.join(self.workdir, "%s-%d.stats.json" % (tag, i)) if m.comex else None
                      for i in range(k)]
             for s in stats:
@@ -195,6 +212,8 @@ class Session:
             self.progress("%s %s: refused: %s" % (name, mode_name, e))
             return rec
         finally:
+            if nb is not None:
+                nb.close()
             if ctx is not None:
                 m.end(ctx)
         vm1 = sysenv.vmstat()
@@ -230,8 +249,9 @@ class Session:
             if oom:
                 rec["error"] += " (cgroup OOM kills: %d)" % oom
         self.records.append(rec)
-        desc = "%s %s%s%s rep %d" % (name, mode_name, " %d%%" % fraction if fraction else "",
-                                     " k=%d" % k if k > 1 else "", rep + 1)
+        desc = "%s %s%s%s%s rep %d" % (name, mode_name, " %d%%" % fraction if fraction else "",
+                                       " k=%d" % k if k > 1 else "",
+                                       "" if neighbour == "none" else " beside " + neighbour, rep + 1)
         if comex_opts:
             desc += " " + " ".join(comex_opts)
         if ok:

@@ -104,20 +104,37 @@ def install_signal_handlers():
 
 def kill_tree(p, grace=3.0):
     """Stops a Popen we started (its own session) and everything in it."""
-    if p is None or p.poll() is not None:
+    if p is None:
         return
-    try:
-        os.killpg(p.pid, signal.SIGTERM)
-    except OSError:
-        p.terminate()
-    try:
-        p.wait(grace)
-    except subprocess.TimeoutExpired:
+    if p.poll() is None:
         try:
-            os.killpg(p.pid, signal.SIGKILL)
+            os.killpg(p.pid, signal.SIGTERM)
         except OSError:
-            p.kill()
-        p.wait()
+            p.terminate()
+        try:
+            p.wait(grace)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except OSError:
+                p.kill()
+            p.wait()
+    kill_session(p.pid)
+
+
+def kill_session(sid):
+    """SIGKILLs what is left of session sid (a Popen's with
+    start_new_session): process groups other than the leader's, e.g. the
+    memnode `comex run` embeds (it has a group of its own, and would outlive
+    a `comex run` killed outright)."""
+    for d in glob.glob("/proc/[0-9]*/stat"):
+        st = read(d, "") or ""
+        f = st[st.rfind(")") + 2:].split()
+        if len(f) > 3 and f[3] == str(sid):
+            try:
+                os.kill(int(d.split("/")[2]), signal.SIGKILL)
+            except OSError:
+                pass
 
 
 # ---------------------------------------------------------------- metadata
@@ -609,8 +626,9 @@ class Memnode:
     """A `comex memnode` process outside the benchmark cgroup, optionally in a
     network namespace; UCX restricted to TCP on the given device."""
 
-    def __init__(self, comex, token, pool, logdir, netns=None, name="mn"):
+    def __init__(self, comex, token, pool, logdir, netns=None, name="mn", env=None):
         self.comex = comex
+        self.extra_env = dict(env or {})
         self.token = token
         self.pool = pool
         self.netns = netns
@@ -621,6 +639,7 @@ class Memnode:
 
     def start(self, timeout=30):
         env = dict(os.environ)
+        env.update(self.extra_env)
         if self.netns:
             host = self.netns.ns_ip
             env["UCX_TLS"] = "tcp"
@@ -658,6 +677,77 @@ class Memnode:
 
     def close(self):
         UNDO.pop_run(self.undo)
+
+
+# ---------------------------------------------------------------- CPU-bound neighbour
+
+# name -> argv prefix of the neighbour of the busy experiment ("none": no neighbour)
+NEIGHBOURS = {"none": None, "stress": [], "stress-nice": ["nice", "-n", "19"]}
+
+
+def neighbour_precondition(kind):
+    if NEIGHBOURS.get(kind) is None:
+        return None
+    return None if shutil.which("stress-ng") else "stress-ng is not installed (scripts/deps.sh installs it)"
+
+
+class Neighbour:
+    """A CPU-bound neighbour on every core for the length of one run:
+    `stress-ng --cpu N` (N = cores), niced to 19 for stress-nice. It runs in
+    the harness's cgroup (not the benchmark's), in its own session, with a
+    --timeout a little past the run's, and is killed (with its workers) when
+    the run ends, on failure, on Ctrl-C and on SIGTERM (the undo stack)."""
+
+    def __init__(self, kind, timeout, cpus=None):
+        self.kind = kind
+        self.cpus = cpus or os.cpu_count()
+        self.timeout = int(timeout) + 30
+        self.p = None
+        self.undo = None
+
+    def argv(self):
+        pre = NEIGHBOURS[self.kind]
+        if pre is None:
+            return None
+        return pre + ["stress-ng", "--cpu", str(self.cpus), "--cpu-method", "matrixprod", "--timeout",
+                      "%ds" % self.timeout, "--quiet"]
+
+    def describe(self):
+        a = self.argv()
+        if not a:
+            return "none"
+        txt = " ".join(a[:a.index("--timeout")])
+        if self.kind == "stress-nice" and read("/proc/sys/kernel/sched_autogroup_enabled") == "1":
+            txt += " (its own session, autogroup nice 19)"
+        return txt
+
+    def start(self):
+        a = self.argv()
+        if a is None:
+            return self
+        self.p = subprocess.Popen(a, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, start_new_session=True)
+        self.undo = UNDO.push("neighbour %d" % self.p.pid, self.stop)
+        if self.kind == "stress-nice" and os.path.exists("/proc/%d/autogroup" % self.p.pid):
+            # with sched_autogroup the nice of a task counts only inside its session's
+            # autogroup: the autogroup itself (its own session) gets nice 19 too
+            try:
+                write("/proc/%d/autogroup" % self.p.pid, 19)
+            except OSError as e:
+                log("neighbour: cannot renice its autogroup: %s" % e)
+        time.sleep(0.5)   # its workers are up and spinning before the program starts
+        if self.p.poll() is not None:
+            rc = self.p.returncode
+            self.close()
+            raise RuntimeError("the neighbour (%s) exited at start with %s" % (" ".join(a), rc))
+        return self
+
+    def stop(self):
+        kill_tree(self.p)   # and its workers, should they outlive it
+
+    def close(self):
+        UNDO.pop_run(self.undo)
+        self.undo = None
 
 
 # ---------------------------------------------------------------- leftovers

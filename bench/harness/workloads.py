@@ -24,7 +24,7 @@ import socket
 import subprocess
 import time
 
-from .sysenv import ROOT, kill_tree, log, read
+from .sysenv import ROOT, kill_session, kill_tree, log, read
 
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else None
 MIB = 1 << 20
@@ -35,9 +35,8 @@ class WorkloadError(Exception):
 
 
 def popen(ctx, argv, i, stats, stdin=None, stdout=subprocess.PIPE, stderr=None, cwd=None):
-    # the shell joins the cgroup, then execs the program (thread-safe, unlike preexec_fn)
-    enter = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', ctx.cgroups[i].f("cgroup.procs")]
-    return subprocess.Popen(enter + ctx.wrap(argv, i, stats), stdin=stdin, stdout=stdout, stderr=stderr,
+    # a shell joins the cgroup, then execs the program (thread-safe, unlike preexec_fn)
+    return subprocess.Popen(ctx.command(argv, i, stats), stdin=stdin, stdout=stdout, stderr=stderr,
                             env=ctx.env(), start_new_session=True, cwd=cwd)
 
 
@@ -75,6 +74,7 @@ def run_program(ctx, argv, i, stats, errpath, timeout, stdin_path=None, keep_tai
                 pass
         _, status, ru = os.wait4(p.pid, 0)
         p.returncode = os.waitstatus_to_exitcode(status)
+        kill_session(p.pid)   # e.g. comex run's embedded memnode, after a timeout
     finally:
         if p.returncode is None:
             kill_tree(p)
@@ -93,6 +93,9 @@ class Workload:
     metric = "time_s"          # primary metric
     higher_is_better = False
     description = ""
+    # how it walks its memory, for the report's targets (docs/BENCH.md):
+    # sequential | streaming | random | mixed
+    access = "mixed"
 
     def __init__(self, size_mib, build, workdir):
         self.size = size_mib
@@ -131,6 +134,7 @@ class Workload:
 
 class Python(Workload):
     name = "python"
+    access = "random"
     description = "Python: build, mutate and hash a dict of records (tests/progs/pybuild.py)"
 
     def precondition(self):
@@ -195,6 +199,7 @@ PRAGMA integrity_check;
 
 class Sort(Workload):
     name = "sort"
+    access = "streaming"
     description = "GNU sort of a generated text file in one in-memory buffer (LC_ALL=C)"
 
     def input(self):
@@ -220,6 +225,7 @@ class Sort(Workload):
 
 class Mt(Workload):
     name = "mt"
+    access = "streaming"
     description = "4 threads writing and verifying patterns in one array (tests/progs/prog_mt.c)"
 
     def bin(self):
@@ -262,12 +268,14 @@ class PagerBench(Workload):
 
 class Seq(PagerBench):
     name = "seq"
+    access = "sequential"
     pattern = "seq"
     description = "pager_bench --pattern seq: every page in order, 3 passes, 20 % writes"
 
 
 class Rand(PagerBench):
     name = "rand"
+    access = "random"
     pattern = "rand"
     description = "pager_bench --pattern rand: every page in a random order, 3 passes, 20 % writes"
 
@@ -341,6 +349,7 @@ def encode(args):
 
 class Redis(Workload):
     name = "redis"
+    access = "random"
     metric = "get_rps"
     higher_is_better = True
     description = ("redis-server (unix socket) loaded with known data, then redis-benchmark: uniform random GETs, "
