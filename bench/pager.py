@@ -73,7 +73,7 @@ FLOOR_TARGET = 1.5                   # issue: median remote fault within 1.5x of
 FLOOR_UFFD_ITERS = 20000
 FLOOR_SHM_ITERS, QUICK_FLOOR_SHM_ITERS = 40000, 5000
 FLOOR_CONFIG = "ucx-shm-validated-poll"   # bench/transport.py's row for the 4 KiB shm read
-FLOOR_POLL_WAIT_S = 15               # wait this long for the memnode polling core (see transport.py)
+FLOOR_POLL_WAIT_S = 15               # default --poll-wait: another memnode may hold the polling core
 FLOOR_TIMEOUT_S = 300
 
 
@@ -230,7 +230,7 @@ def run_shm_read(ctx):
     mn = None
     try:
         mn = transport.start_memnode(ctx["comex"], cfg, ctx["token"], Path(ctx["tmp"]) / "floor-memnode.log",
-                                     FLOOR_POLL_WAIT_S)
+                                     ctx["poll_wait_s"])
         res = transport.run_bench(ctx["transport_bench"], cfg, PAGE, ctx["floor_shm_iters"], mn.port, ctx["token"])
         return dict(res["read"], memnode_polling_core=mn.polling_core)
     except (RuntimeError, subprocess.SubprocessError, OSError, KeyError, ValueError) as e:
@@ -270,10 +270,15 @@ def floor_summary(samples):
                           for k in ("median_us", "p99_us", "mean_us")}
         out["uffd"][m]["runs"] = len(vals)
     reads = [s["shm_read"] for s in samples if "error" not in s["shm_read"]]
+    polled = [r for r in reads if r.get("memnode_polling_core") is not None]
+    if polled:  # the floor is that of a polling memnode; a run whose memnode slept is not it
+        out["shm_read_runs_dropped"] = len(reads) - len(polled)
+        reads = polled
     if reads:
         out["shm_read"] = {k: round(statistics.median(r[k] for r in reads), 3) for k in ("median_us", "p99_us")}
         out["shm_read"]["runs"] = len(reads)
         out["shm_read"]["memnode_polled"] = transport.polled(reads)
+        out["shm_read"]["runs_dropped_memnode_slept"] = out.pop("shm_read_runs_dropped", 0)
     sc = out["uffd"].get("same_core")
     if sc and out["shm_read"]:
         out["floor_us"] = round(sc["median_us"] + out["shm_read"]["median_us"], 3)
@@ -411,6 +416,8 @@ def aggregate(samples, patterns, configs, floor_us):
             res["faults_seen"] = faults_seen(recs, None if cfg.native else floor_us)
             if not cfg.native:
                 comex_fields(res, recs, nat)
+                if not res["faults"]["faults_remote"]["count"]:  # slow touches without remote faults: noise
+                    res["faults_seen"].update(floor_ratio=None, meets_target=None)
             results.append(res)
     return results
 
@@ -434,7 +441,8 @@ def warnings_for(results, errors, machine, quick, floor):
         w.append("the floor could not be measured (see errors); no fault latency is compared with it")
     elif floor["shm_read"]["memnode_polled"] != "all":
         w.append(f"the floor's memnode did not busy-poll in every run ({floor['shm_read']['memnode_polled']}): "
-                 f"another memnode held the polling core, and the shm read is that of a sleeping memnode")
+                 f"another memnode held the polling core, and the shm read is that of a sleeping memnode "
+                 f"(--private-shm avoids other users' claims)")
     if any(e.get("checksum_mismatch") for e in errors):
         w.append("CHECKSUM MISMATCH: comex returned different memory contents than the native run")
     if errors:
@@ -547,7 +555,8 @@ def floor_table(floor):
     r = floor["shm_read"]
     if r:
         rows.append(f"| 4 KiB read over UCX shared memory from a polling memnode (transport_bench, "
-                    f"`{FLOOR_CONFIG}`) | {r['median_us']:.2f} | {r['p99_us']:.2f} | {r['runs']} |")
+                    f"`{FLOOR_CONFIG}`; the memnode polled in {r['memnode_polled']} runs) | "
+                    f"{r['median_us']:.2f} | {r['p99_us']:.2f} | {r['runs']} |")
     if floor["floor_us"] is not None:
         rows.append(f"| **floor = `same_core` + 4 KiB shm read** | **{floor['floor_us']:.2f}** | "
                     f"{floor['floor_p99_us']:.2f} | |")
@@ -557,13 +566,14 @@ def floor_table(floor):
 def fault_floor_table(results, floor):
     target = f"{FLOOR_TARGET:g}x"
     rows = [f"| pattern | config | faults seen | median µs | p99 µs | s in faults | access s | median / floor "
-            f"| ≤ {target} |", "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+            f"| ≤ {target} | remote faults | µs/remote fault (handler) |", "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
     for r in results:
-        fs = r["faults_seen"]
-        ok = "–" if fs["meets_target"] is None or r["config"] == "native" else "yes" if fs["meets_target"] else "no"
+        fs, rf = r["faults_seen"], r.get("faults", {}).get("faults_remote", {})
+        ok = "–" if fs["meets_target"] is None else "yes" if fs["meets_target"] else "no"
         rows.append(f"| {r['pattern']} | {r['config']} | {fs['count'] if fs['count'] is not None else '–'} | "
                     f"{fus(fs['median_us'])} | {fus(fs['p99_us'])} | {f3(fs['total_s'])} | "
-                    f"{r['access_s']['median']:.3f} | {fx(fs['floor_ratio'])} | {ok} |")
+                    f"{r['access_s']['median']:.3f} | {fx(fs['floor_ratio'])} | {ok} | "
+                    f"{rf.get('count', '–')} | {fus(rf.get('us'))} |")
     return "\n".join(rows)
 
 
@@ -727,6 +737,14 @@ def comex_flags_text(o):
     return ("; and, from the command line, " + " ".join(f"`{f}`" for f in extra)) if extra else ""
 
 
+def private_shm_text(o):
+    if o.get("private_shm"):
+        return ("This run had a private /dev/shm (`--private-shm`): no memnode of another user could hold "
+                "the polling-core claim, so its memnodes, the embedded ones included, busy-polled.\n")
+    return ("Memnodes claim the polling core through a lock in /dev/shm; one of another user may hold it, "
+            "and then ours sleep between requests (see Warnings; `--private-shm` avoids this).\n")
+
+
 def render_docs(doc, json_path, out_path=DOCS_PATH):
     m, o, fl = doc["machine"], doc["options"], doc["floor"]
     warnings = "\n".join(f"- {w}" for w in doc["warnings"]) or "- none"
@@ -754,7 +772,10 @@ in {o['write_pct']} % of the pages. It prints a checksum of everything read, whi
 the native run's (it did in every run reported here, or the run is listed under Errors).
 Every access-phase touch is timed (`clock_gettime` before and after, also natively,
 which adds ~50 ns per touch to *access*); touches slower than {o.get('fault_ns', FAULT_NS) / 1000:g} µs are the
-*faults seen* by the program, reported with their median and p99 (median of the per-run values).
+*faults seen* by the program, reported with their median and p99 (median of the per-run values):
+remote reads, but also write-protect faults and read- or write-buffer hits, as the
+program cannot tell them apart (natively, and in *fits*, they are cache misses and
+preemptions; no ratio to the floor is given where there were no remote faults).
 *total* = fill + access as timed inside the program (`CLOCK_MONOTONIC`); *wall*
 also counts process start, `comex run`'s embedded memnode start-up (a
 {o.get('embedded_pool_mib', MIN_EMBEDDED_POOL_MIB)} MiB pool, populated and locked) and exit. Slowdown = comex median / native median.
@@ -770,10 +791,11 @@ options are defaults (docs/OPTIONS.md).
 The floor is measured in every run, before the workloads: `bench/uffd_floor`
 ({FLOOR_UFFD_ITERS} faults per mode on fresh pages; timed by the faulting thread) and
 `bench/transport_bench comex --size 4096` against a polling `comex memnode --shm true`
-(bench/transport.py's `{FLOOR_CONFIG}` row, {o.get('floor_shm_iters', FLOOR_SHM_ITERS)} reads). Floor =
+(bench/transport.py's `{FLOOR_CONFIG}` row, {o.get('floor_shm_iters', FLOOR_SHM_ITERS)} reads; runs in which the memnode
+could not claim the polling core and slept are left out when any run polled). Floor =
 same-core userfaultfd round trip + 4 KiB shm read, the least a remote fault
 can cost with this kernel, this transport and a handler that answers at once.
-
+{private_shm_text(o)}
 Each configuration ran {o['runs']} times, runs interleaved (order reversed on odd
 runs); numbers are medians with min–max across runs; ⚠ marks a spread above
 {SPREAD_LIMIT * 100:.0f} %. Handler-side latencies come from the runtime's `--stats-json`
@@ -876,6 +898,11 @@ def parse_args(argv):
     ap.add_argument("--comex-flag", action="append", default=[], metavar="FLAG",
                     help="extra flag for every `comex run`, after the benchmark's own (the last one wins), "
                          "e.g. --comex-flag=--prefetch=32; repeatable")
+    ap.add_argument("--poll-wait", type=float, default=FLOOR_POLL_WAIT_S, metavar="SECONDS",
+                    help="how long the floor's polling memnode may wait for the polling core to be free")
+    ap.add_argument("--private-shm", action="store_true",
+                    help="run in a mount namespace with a private /dev/shm (root), so that memnodes of other "
+                         "users cannot hold the polling-core claim (as bench/transport.py --private-shm)")
     ap.add_argument("--out-dir", help="write the JSON and the page there instead of bench/results and docs/")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: 16 MiB, one pass, one run; JSON and page go to a temporary directory")
@@ -922,6 +949,8 @@ def output_paths(args, stamp):
 
 def main(argv):
     args = parse_args(argv)
+    if args.private_shm and not os.environ.get(transport.PRIVATE_SHM_MARK):
+        transport.reexec_private_shm(argv, __file__)
     if args.render_only:
         return render_only()
     bins = binaries(args.build)
@@ -939,6 +968,7 @@ def main(argv):
            "transport_bench": bins["transport_bench"], "tmp": tmp, "workload": w, "patterns": args.patterns,
            "configs": configs, "comex_flags": args.comex_flag,
            "floor_shm_iters": QUICK_FLOOR_SHM_ITERS if args.quick else FLOOR_SHM_ITERS,
+           "poll_wait_s": args.poll_wait,
            "footprint_kib": {}, "checksum": {}, "samples": {}, "errors": [], "floor": []}
     try:
         ctx["token"] = transport.make_token(bins["comex"], tmp)
@@ -962,7 +992,9 @@ def main(argv):
                         rbuf_pages=RBUF_PAGES, wbuf_pages=WBUF_PAGES, zero_fill_window=64,
                         embedded_pool_mib=int(embedded_pool_flag(w).split("=")[1][:-1]),
                         floor_uffd_iters=FLOOR_UFFD_ITERS, floor_shm_iters=ctx["floor_shm_iters"],
-                        run_timeout_s=run_timeout(w), environment="COMEX_* and UCX_* removed",
+                        run_timeout_s=run_timeout(w), poll_wait_s=args.poll_wait,
+                        private_shm=bool(os.environ.get(transport.PRIVATE_SHM_MARK)),
+                        environment="COMEX_* and UCX_* removed",
                         duration_s=round(time.monotonic() - started, 1)),
         "configs": [c.describe() for c in configs],
         "floor": floor,
