@@ -5,3 +5,7 @@ foreach(src ${BENCH_SOURCES})
   add_executable(${name} ${src})
   target_link_libraries(${name} PRIVATE comexcore)
 endforeach()
+
+# The fault-path floor (userfaultfd round trips, no comex code involved).
+add_executable(uffd_floor ${CMAKE_SOURCE_DIR}/bench/uffd_floor.c)
+target_link_libraries(uffd_floor PRIVATE Threads::Threads)

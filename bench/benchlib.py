@@ -49,9 +49,11 @@ def cpu_model():
 
 
 def ucx_version():
+    """UCX's version from ucx_info, or from pkg-config where ucx_info is not installed."""
     out = run_text(["ucx_info", "-v"]) or ""
     m = re.search(r"Version\s+(\S+)", out)
-    return {"version": m.group(1) if m else None, "ucx_info_v": out.strip().splitlines()[:2]}
+    version = m.group(1) if m else (run_text(["pkg-config", "--modversion", "ucx"]) or "").strip() or None
+    return {"version": version, "ucx_info_v": out.strip().splitlines()[:2]}
 
 
 def git_revision():

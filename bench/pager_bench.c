@@ -2,13 +2,16 @@
  * (bench/pager.py). A plain C program that knows nothing about comex, so it
  * can run natively and under `comex run` unchanged:
  *
- *   pager_bench --pattern seq|rand --size-mib N [--passes K] [--write-pct W] [--seed S]
+ *   pager_bench --pattern seq|rand|stride --size-mib N [--passes K] [--write-pct W] [--seed S]
+ *               [--stride K] [--time-touches 0|1] [--fault-ns T]
  *
  * 1. fill: mallocs N MiB and writes every 8-byte word of it with a value
  *    derived from its index and the seed (the first touch of every page);
  * 2. access: K passes, each touching every 4 KiB page exactly once, in
  *    order (seq) or in a fresh seeded random permutation of the pages per
- *    pass (rand; the permutation is built before the pass's clock starts).
+ *    pass (rand; the permutation is built before the pass's clock starts),
+ *    or in strides of --stride pages (stride, default 16: pages 0, 16, 32,
+ *    ..., then 1, 17, 33, ..., then 2, ...).
  *    Each touch reads one word of the page into the checksum, and in W % of
  *    the touches (chosen by a hash of seed, pass and page) also writes one
  *    word: the one the next pass reads, so a lost or stale write changes the
@@ -17,6 +20,12 @@
  * Output: one line of JSON on stdout,
  *   {"pattern":"rand","size_mib":256,"passes":3,"write_pct":20,"seed":1,
  *    "checksum":"<16 hex digits>","fill_s":..,"access_s":..,"ns_per_page":..}
+ * With --time-touches 1 every touch of the access passes is timed
+ * (CLOCK_MONOTONIC before and after); touches slower than --fault-ns
+ * (default 2000 ns) count as faults, and the line gains
+ *   "faults_seen":..,"fault_median_us":..,"fault_p99_us":..,"fault_total_s":..,"fault_ns":T
+ * (the medians are null when no touch was that slow); the clock calls add
+ * to access_s, so compare timed runs only with timed runs.
  * checksum depends only on the arguments (never on timing or where the
  * pages lived); fill_s and access_s are CLOCK_MONOTONIC seconds of the two
  * phases; ns_per_page = access_s / (passes * pages). Exit status 0, or 2 on
@@ -32,6 +41,17 @@
 
 #define PAGE 4096u
 #define WORDS_PER_PAGE (PAGE / sizeof(uint64_t))
+#define DEFAULT_STRIDE 16
+#define DEFAULT_FAULT_NS 2000
+
+enum pattern { PAT_SEQ, PAT_RAND, PAT_STRIDE };
+
+/* Latencies of the slow touches (ns), when touches are timed. */
+struct touch_log {
+	uint32_t *ns;
+	size_t n, cap;
+	uint64_t threshold_ns;
+};
 
 static uint64_t splitmix(uint64_t *s)
 {
@@ -57,6 +77,14 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* The word of page p that pass k reads (pass k-1 may have written it). */
 static size_t word_of(uint64_t p, unsigned k)
 {
@@ -65,7 +93,8 @@ static size_t word_of(uint64_t p, unsigned k)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: pager_bench --pattern seq|rand --size-mib N [--passes K] [--write-pct W] [--seed S]\n");
+	fprintf(stderr, "usage: pager_bench --pattern seq|rand|stride --size-mib N [--passes K] [--write-pct W] [--seed S]\n"
+			"                   [--stride K] [--time-touches 0|1] [--fault-ns T]\n");
 	exit(2);
 }
 
@@ -82,11 +111,88 @@ static unsigned long long num(const char *s, unsigned long long max)
 	return v;
 }
 
+static enum pattern parse_pattern(const char *s)
+{
+	if (s && !strcmp(s, "seq"))
+		return PAT_SEQ;
+	if (s && !strcmp(s, "rand"))
+		return PAT_RAND;
+	if (s && !strcmp(s, "stride"))
+		return PAT_STRIDE;
+	usage();
+	return PAT_SEQ;
+}
+
+/* order = 0, k, 2k, ..., 1, k+1, 2k+1, ...: every page once. */
+static void stride_order(uint32_t *order, size_t npages, size_t k)
+{
+	size_t i = 0;
+
+	for (size_t r = 0; r < k; r++)
+		for (size_t p = r; p < npages; p += k)
+			order[i++] = (uint32_t)p;
+}
+
+/* A fresh seeded random permutation of the pages (Fisher-Yates). */
+static void rand_order(uint32_t *order, size_t npages, uint64_t *rng)
+{
+	for (size_t i = 0; i < npages; i++)
+		order[i] = (uint32_t)i;
+	for (size_t i = npages - 1; i > 0; i--) {
+		size_t j = (size_t)(splitmix(rng) % (i + 1));
+		uint32_t t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+}
+
+static void log_touch(struct touch_log *log, uint64_t ns)
+{
+	if (ns >= log->threshold_ns && log->n < log->cap)
+		log->ns[log->n++] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
+}
+
+/* Index of the q-quantile of n sorted values (nearest rank). */
+static size_t rank(size_t n, double q)
+{
+	size_t r = (size_t)(q * (double)n + 0.999999);
+
+	return r ? r - 1 : 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* ,"faults_seen":..,... for the JSON line (nothing if touches were not timed). */
+static void print_touch_log(struct touch_log *log)
+{
+	uint64_t total = 0;
+
+	if (!log->ns)
+		return;
+	qsort(log->ns, log->n, sizeof(*log->ns), cmp_u32);
+	for (size_t i = 0; i < log->n; i++)
+		total += log->ns[i];
+	printf(",\"faults_seen\":%zu", log->n);
+	if (log->n)
+		printf(",\"fault_median_us\":%.3f,\"fault_p99_us\":%.3f", log->ns[rank(log->n, 0.5)] / 1e3,
+		       log->ns[rank(log->n, 0.99)] / 1e3);
+	else
+		printf(",\"fault_median_us\":null,\"fault_p99_us\":null");
+	printf(",\"fault_total_s\":%.6f,\"fault_ns\":%" PRIu64, (double)total * 1e-9, log->threshold_ns);
+}
+
 int main(int argc, char **argv)
 {
 	const char *pattern = NULL;
-	unsigned long long size_mib = 0, passes = 3, write_pct = 0, seed = 1;
-	bool rnd;
+	unsigned long long size_mib = 0, passes = 3, write_pct = 0, seed = 1, stride = DEFAULT_STRIDE;
+	unsigned long long timed = 0, fault_ns = DEFAULT_FAULT_NS;
+	enum pattern pat;
 
 	for (int i = 1; i < argc; i += 2) { /* every option takes a value */
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -101,21 +207,36 @@ int main(int argc, char **argv)
 			write_pct = num(v, 100);
 		else if (!strcmp(a, "--seed"))
 			seed = num(v, UINT64_MAX);
+		else if (!strcmp(a, "--stride"))
+			stride = num(v, 1ull << 20);
+		else if (!strcmp(a, "--time-touches"))
+			timed = num(v, 1);
+		else if (!strcmp(a, "--fault-ns"))
+			fault_ns = num(v, UINT32_MAX);
 		else
 			usage();
 	}
-	if (!pattern || (strcmp(pattern, "seq") && strcmp(pattern, "rand")) || !size_mib)
+	pat = parse_pattern(pattern);
+	if (!size_mib || !stride)
 		usage();
-	rnd = !strcmp(pattern, "rand");
 
 	size_t bytes = (size_t)size_mib << 20, npages = bytes / PAGE, nwords = bytes / sizeof(uint64_t);
 	uint64_t *mem = malloc(bytes);
-	uint32_t *order = rnd ? malloc(npages * sizeof(*order)) : NULL;
+	uint32_t *order = pat != PAT_SEQ ? malloc(npages * sizeof(*order)) : NULL;
+	struct touch_log log = { .threshold_ns = fault_ns };
 
-	if (!mem || (rnd && !order)) {
+	if (timed) {
+		log.cap = (size_t)passes * npages;
+		log.ns = malloc(log.cap * sizeof(*log.ns) + 1);
+		if (log.ns) /* first touch now, not inside the passes */
+			memset(log.ns, 0, log.cap * sizeof(*log.ns));
+	}
+	if (!mem || (pat != PAT_SEQ && !order) || (timed && !log.ns)) {
 		fprintf(stderr, "pager_bench: cannot allocate %llu MiB\n", size_mib);
 		return 1;
 	}
+	if (pat == PAT_STRIDE)
+		stride_order(order, npages, stride);
 
 	/* fill: the first touch of every page */
 	double t0 = now_s();
@@ -128,34 +249,33 @@ int main(int argc, char **argv)
 	double access_s = 0;
 
 	for (unsigned k = 0; k < passes; k++) {
-		if (rnd) { /* Fisher-Yates, outside the clock */
-			for (size_t i = 0; i < npages; i++)
-				order[i] = (uint32_t)i;
-			for (size_t i = npages - 1; i > 0; i--) {
-				size_t j = (size_t)(splitmix(&rng) % (i + 1));
-				uint32_t t = order[i];
-
-				order[i] = order[j];
-				order[j] = t;
-			}
-		}
+		if (pat == PAT_RAND) /* outside the clock */
+			rand_order(order, npages, &rng);
 		t0 = now_s();
 		for (size_t i = 0; i < npages; i++) {
-			uint64_t p = rnd ? order[i] : i;
+			uint64_t p = order ? order[i] : i;
 			uint64_t *page = mem + p * WORDS_PER_PAGE;
+			uint64_t t_touch = timed ? now_ns() : 0;
 			uint64_t v = page[word_of(p, k)];
 
 			sum = (sum ^ v) * 0x100000001b3ull + p;
 			if (write_pct && mix(seed ^ ((uint64_t)k << 40), p) % 100 < write_pct)
 				page[word_of(p, k + 1)] = sum;
+			if (timed)
+				log_touch(&log, now_ns() - t_touch);
 		}
 		access_s += now_s() - t0;
 	}
 
 	printf("{\"pattern\":\"%s\",\"size_mib\":%llu,\"passes\":%llu,\"write_pct\":%llu,\"seed\":%llu,"
-	       "\"checksum\":\"%016" PRIx64 "\",\"fill_s\":%.6f,\"access_s\":%.6f,\"ns_per_page\":%.1f}\n",
+	       "\"checksum\":\"%016" PRIx64 "\",\"fill_s\":%.6f,\"access_s\":%.6f,\"ns_per_page\":%.1f",
 	       pattern, size_mib, passes, write_pct, seed, sum, fill_s, access_s,
 	       passes ? access_s * 1e9 / ((double)passes * (double)npages) : 0.0);
+	if (pat == PAT_STRIDE)
+		printf(",\"stride\":%llu", stride);
+	print_touch_log(&log);
+	printf("}\n");
+	free(log.ns);
 	free(order);
 	free(mem);
 	return 0;

@@ -695,15 +695,15 @@ def binaries(build):
     return str(comex), str(bench)
 
 
-def reexec_private_shm(argv):
-    """Re-runs this harness in a new mount namespace with a fresh tmpfs on
-    /dev/shm. Memnodes claim their polling core with a lock file there; this
-    way only the memnodes of this run (one at a time) compete for it. UCX's
-    shared-memory transports keep working: client and memnode share the
-    namespace."""
+def reexec_private_shm(argv, harness=__file__):
+    """Re-runs this harness (or the given one) in a new mount namespace with
+    a fresh tmpfs on /dev/shm. Memnodes claim their polling core with a lock
+    file there; this way only the memnodes of this run (one at a time)
+    compete for it. UCX's shared-memory transports keep working: client and
+    memnode share the namespace."""
     script = 'mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec "$@"'
     cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
-           sys.executable, str(Path(__file__).resolve()), *argv]
+           sys.executable, str(Path(harness).resolve()), *argv]
     os.execvpe(cmd[0], cmd, dict(os.environ, **{PRIVATE_SHM_MARK: "1"}))
 
 
