@@ -215,8 +215,10 @@ static bool readable(uint64_t i, unsigned node)
 static uint32_t read_run(uint64_t a, uint64_t b, unsigned node, bool *ok)
 {
 	uint32_t n = (uint32_t)((b - a) / step + 1);
+	uint64_t t0 = now_ns();
 	int err = client_read(P.c.client, node, pte_pfn(P.pt[a]), n, landed(a));
 
+	STAT_ADD(P.c.stats, ns_read, now_ns() - t0);
 	if (err)
 		pager_die("a memnode failed while reading back a page that exists nowhere else",
 			  (uintptr_t)page_addr(a), err);

@@ -18,7 +18,7 @@
 	X(pages_written_clean) X(pages_unmovable) X(pages_corrupt) X(direct_reclaims) \
 	X(pages_discarded) X(frames_released) X(remote_reads) X(remote_writes) \
 	X(bytes_read) X(bytes_written) \
-	X(ns_zero) X(ns_wbuf_hit) X(ns_rbuf_hit) X(ns_remote) X(ns_evict) \
+	X(ns_zero) X(ns_wbuf_hit) X(ns_rbuf_hit) X(ns_remote) X(ns_read) X(ns_evict) \
 	X(resident_bytes) X(resident_peak_bytes) X(local_mem_bytes) \
 	X(rbuf_bytes) X(wbuf_bytes) X(budget_overshoots) \
 	X(outside_rss_bytes) X(managed_bytes)
