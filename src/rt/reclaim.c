@@ -152,7 +152,6 @@ static bool evict_dirty(uint64_t idx, const char *src)
 		if (!P.full_warned)
 			log_warn("every memnode is full: keeping pages resident beyond the local budget");
 		P.full_warned = true;
-		STAT_ADD(P.c.stats, budget_overshoots, 1);
 		return false;
 	}
 	if (wbuf_must_flush_before(P.wb[node], pfn))
@@ -359,14 +358,24 @@ static uint32_t evict_batch(void)
 /* Not while a fork is being prepared, nor while every memnode is full. */
 static bool may_evict(void) { return !__atomic_load_n(&P.no_evict, __ATOMIC_ACQUIRE) && !pools_full(); }
 
+/* Every fault served over the budget is counted (budget_overshoots): all
+ * memnodes full, or victims the kernel would not move (pages shared with a
+ * forked child). A fork being prepared brings pages home on purpose and is
+ * not counted. */
 void reclaim_make_room(uint64_t k)
 {
-	if (P.resident + k <= P.c.budget_pages || !may_evict())
+	bool forking = __atomic_load_n(&P.no_evict, __ATOMIC_ACQUIRE);
+
+	if (P.resident + k <= P.c.budget_pages || forking)
 		return;
-	STAT_ADD(P.c.stats, direct_reclaims, 1);
-	while (P.resident + k > P.c.budget_pages && may_evict())
-		if (!evict_batch())
-			break;
+	if (may_evict()) {
+		STAT_ADD(P.c.stats, direct_reclaims, 1);
+		while (P.resident + k > P.c.budget_pages && may_evict())
+			if (!evict_batch())
+				break;
+	}
+	if (P.resident + k > P.c.budget_pages)
+		STAT_ADD(P.c.stats, budget_overshoots, 1);
 }
 
 /* ---- the reclaimer thread ---- */
