@@ -631,7 +631,7 @@ def analysis(doc):
             s.append(f"{p} at 25 %: {rf['count']} remote faults at {fus(rf['us'])} µs each handler-side "
                      f"(including any eviction they had to do first) ≈ {remote_s:.1f} s of the "
                      f"{r25['access_s']['median']:.1f} s access phase; a remote read brings "
-                     f"{r25['pages_per_remote_read'] or 0:.1f} pages on average (prefetch window 16). "
+                     f"{r25['pages_per_remote_read'] or 0:.1f} pages on average (adaptive prefetch, up to 64). "
                      f"Eviction costs {fus(ev['us'])} µs per page; {c['pages_dropped_clean']} of "
                      f"{c['pages_evicted']} evicted pages were dropped clean (no rewrite). The program "
                      f"timed {fs['count']} touches over {FAULT_NS / 1000:g} µs, {f3(fs['total_s'])} s in all, "
@@ -783,7 +783,7 @@ also counts process start, `comex run`'s embedded memnode start-up (a
 
 Budgets: `local-mem` is a share of the native run's peak RSS
 ({", ".join(f"{p} {k // 1024} MiB" for p, k in o['footprint_kib'].items())}), and as for every `comex run` it
-includes the runtime's own buffers (read buffer {RBUF_PAGES} pages = 16 MiB, write
+includes the runtime's own buffers (with adaptive prefetch a 64-page landing area instead of the {RBUF_PAGES}-page read buffer, write
 buffer {WBUF_PAGES} pages, shrunk at small budgets). *fits* adds those buffers plus
 {FITS_SLACK_KIB // 1024} MiB: nothing is evicted. Every comex run passes `--local-mem`, `--evict-policy`,
 `--handler-spin`, `--embedded-pool` explicitly{comex_flags_text(o)}; all other
@@ -854,22 +854,26 @@ smoke run, `--render-only` to regenerate this page from the newest JSON;
 # Observations that the numbers above support but that the generator cannot
 # derive; kept short and re-checked whenever the page is regenerated.
 NOTES = """
-Design observations behind these numbers (see src/rt/pager.c):
+Design observations behind these numbers (src/rt/fault.c, reclaim.c,
+prefetch.c; decisions P16-P21 in docs/PAGER.md):
 
-- A remote read fetches the faulting page's run of pages in *consecutive
-  frames* within its aligned 16-page window. A page written after it came
-  back loses its frame, and is written to a new frame when evicted again, so
-  its neighbours' frames stop being consecutive: with writes, runs get cut
-  short (*pages/remote read* below 16) even for a sequential scan.
+- A remote fault fetches what the adaptive prefetcher plans (a window that
+  doubles up to 64 pages while a sequential, backward or strided stream
+  continues; one page for scattered faults), one read per run of consecutive
+  frames. `keep-frames` rewrites a written page into its own frame, so a
+  sequential scan's plan is one read; a strided plan is one read per page.
+- Random access costs one 4 KiB read and one userfaultfd round trip per
+  fault: the program-side median is at the floor. Sequential faults are
+  fewer but each maps up to 64 pages (UFFDIO_COPY allocates and copies each,
+  about 1.2 us) and first evicts as many (about 2-3.5 us per page:
+  PAGEMAP_SCAN, UFFDIO_MOVE, hash, write-buffer copy and the write itself).
 - A cyclic scan over more than the budget misses on every page under FIFO and
   under CLOCK alike (both evict the page that will be needed soonest); only
-  prefetch reduces the number of faults. `stride` touches one page per 16-page
-  window before moving on, so a prefetched run is evicted before its
-  neighbours are touched once the budget is smaller than the footprint.
+  prefetch reduces the number of faults.
 - The floor's same-core mode is the cheapest userfaultfd round trip on this
   VM: a cross-core wake-up of a sleeping CPU costs more than the whole copy.
-  Program, fault handler, embedded memnode (busy-polling 200 µs after each
-  request) and the transport compete for two cores.
+  Program, fault handler and embedded memnode (busy-polling after each
+  request) compete for two cores.
 """
 
 

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <ucp/api/ucp.h>
 
+#include "cpuload.h"
 #include "log.h"
 
 #define TP_AM_ID 7      /* control message in the AM data */
@@ -621,7 +622,10 @@ int tp_run(struct tp *t, bool (*done)(void *arg), void *arg, uint64_t spin_ns, u
 			last = now;
 		if (timeout_ns && now - start >= timeout_ns)
 			return -ETIMEDOUT;
-		if (now - last < spin_ns)
+		/* polling pays only while a CPU is free for it: on a machine with
+		 * more runnable threads than CPUs it takes the CPU of the very
+		 * thread (the program, the peer) it is waiting for */
+		if (now - last < spin_ns && !cpuload_contended(now))
 			continue;
 		if (ucp_worker_arm(t->worker) == UCS_ERR_BUSY)
 			continue;  /* events arrived since the last progress */

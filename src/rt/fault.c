@@ -14,6 +14,7 @@
 #include <pthread.h>
 
 #include "client.h"
+#include "cpuload.h"
 #include "log.h"
 #include "pager_impl.h"
 #include "prefetch.h"
@@ -492,7 +493,7 @@ void pager_run(int cpu)
 		}
 		if (r < 0 && errno != EAGAIN && errno != EINTR)
 			pager_die("reading faults from userfaultfd failed", 0, -errno);
-		if (now_ns() - idle_since < spin) {
+		if (now_ns() - idle_since < spin && !cpuload_contended(now_ns())) {
 			__builtin_ia32_pause();
 			continue;
 		}

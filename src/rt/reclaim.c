@@ -29,6 +29,10 @@
 #include "uffd.h"
 #include "wbuf.h"
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
 /* ---- frames and write buffers ---- */
 
 /* One frame for an evicted page, from the preferred node or, when that one
@@ -248,7 +252,7 @@ static uint32_t park_base;            /* victims of the batch before the current
 static int park_run(uint64_t first, uint32_t len)
 {
 	uint64_t written[PAGEMAP_MAX_PAGES / 64];
-	uint32_t done = 0, retried = 0;
+	uint32_t done = 0, retried = 0, busy_tried = 0;
 	int err = pagemap_written(P.pmfd, page_addr(first), len, written);
 
 	if (err)
@@ -258,6 +262,8 @@ static int park_run(uint64_t first, uint32_t len)
 
 		err = uffd_move(P.c.uffd, P.park + ((size_t)(park_base + done) << PAGE_SHIFT),
 				page_addr(first + done), (size_t)(len - done) << PAGE_SHIFT, &moved);
+		if (moved)
+			busy_tried = 0;
 		for (uint32_t i = 0; i < (moved >> PAGE_SHIFT); i++, done++)
 			park_state[park_base + done] = PARKED | ((written[done / 64] >> (done % 64)) & 1 ? WRITTEN : 0);
 		if (!err)
@@ -272,6 +278,16 @@ static int park_run(uint64_t first, uint32_t len)
 		}
 		if (err != -EBUSY && err != -EINVAL && err != -EAGAIN)
 			pager_die("cannot move pages out to evict them", (uintptr_t)page_addr(first + done), err);
+		/* -EBUSY: the page is not exclusively ours (a fork shared it, and a
+		 * page only read since stays marked shared even after the child
+		 * is gone). A write fault that changes nothing makes it ours
+		 * again (a copy while a child still shares it), then it moves. */
+		if (err == -EBUSY && !busy_tried++ &&
+		    !raw_madvise(page_addr(first + done), PAGE_SIZE, MADV_POPULATE_WRITE)) {
+			STAT_ADD(P.c.stats, pages_unshared, 1);
+			continue;
+		}
+		busy_tried = 0;
 		park_state[park_base + done++] = 0; /* stays resident */
 		STAT_ADD(P.c.stats, pages_unmovable, 1);
 	}

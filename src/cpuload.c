@@ -1,0 +1,49 @@
+/* cpuload: /proc/loadavg's "running/total" field, cached. */
+#include "cpuload.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define SAMPLE_NS 10000000ull /* 10 ms: a read of /proc/loadavg costs a few us */
+
+static uint64_t sampled_at; /* relaxed atomics: a stale answer only delays a decision */
+static int contended;
+
+static long running_threads(void)
+{
+	char buf[128], *p;
+	int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	p = buf;
+	for (int field = 0; field < 3 && p; field++) { /* skip the three load averages */
+		while (*p && *p != ' ')
+			p++;
+		while (*p == ' ')
+			p++;
+	}
+	return p && *p ? strtol(p, NULL, 10) : -1;
+}
+
+bool cpuload_contended(uint64_t now)
+{
+	static long ncpu;
+
+	if (now - __atomic_load_n(&sampled_at, __ATOMIC_RELAXED) >= SAMPLE_NS) {
+		long run = running_threads();
+
+		if (!ncpu)
+			ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		__atomic_store_n(&contended, run > ncpu + 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&sampled_at, now, __ATOMIC_RELAXED);
+	}
+	return __atomic_load_n(&contended, __ATOMIC_RELAXED);
+}
