@@ -9,6 +9,9 @@ compare readsys   32M budget -- "$progs/prog_readsys" 128
 compare mremap    32M budget -- "$progs/prog_mremap" 48
 compare dontneed  32M budget -- "$progs/prog_dontneed" 128
 compare signals   32M budget -- "$progs/prog_signals" 128
+# UCX's own log lines (info level prints some at every start) go to stderr,
+# never into the program's output
+UCX_LOG_LEVEL=info compare ucxlog 32M -- "$progs/prog_readsys" 128
 # writer threads race the reclaimer: a write during an eviction is never lost
 compare wprace    16M budget -- "$progs/prog_wprace" 64 3 6
 # libc calls of the runtime itself (UCX's keepalive, here every 50 ms) must not

@@ -333,6 +333,10 @@ static int preload(void)
 	/* Nor install signal handlers in the program: by default UCX catches
 	 * SIGSEGV/SIGBUS/SIGILL/SIGFPE (to print a backtrace) and SIGHUP (its
 	 * debug signal), which changes what those signals do to the program. */
+	/* UCX logs to stdout unless told otherwise: its warnings (a shared
+	 * memory segment refused under a cgroup limit, say) would land in the
+	 * program's output */
+	setenv("UCX_LOG_FILE", "stderr", 0);
 	setenv("UCX_HANDLE_ERRORS", "none", 0);
 	setenv("UCX_ERROR_SIGNALS", "", 0);
 	setenv("UCX_DEBUG_SIGNO", "0", 0);
