@@ -12,9 +12,9 @@ cd "$(dirname "$0")/.."
 if [ "$(id -u)" -ne 0 ]; then
   echo "== comparison with swap skipped: it needs root (cgroups, swap, zram)"; exit 0
 fi
-echo "== the same programs at 25 % local memory: local vs swap-disk vs zram vs comex (one cgroup limit for all)"
+echo "== the same programs at 25 % local memory: local vs swap-disk vs zram vs comex with its embedded memnode (one cgroup limit for all)"
 /usr/bin/python3 -m bench.harness demo --build "$build" --no-save --runs 1 --workloads mt,python \
-  --sizes mt=96,python=96 --modes swap-disk,zram,comex --timeout-factor 25 --min-timeout 45 2>"/tmp/comex-demo-compare.$$.log"
+  --sizes mt=96,python=96 --modes swap-disk,zram,comex-shm --spin on --timeout-factor 25 --min-timeout 45 2>"/tmp/comex-demo-compare.$$.log"
 rc=$?
 if [ $rc -ne 0 ]; then tail -n 15 "/tmp/comex-demo-compare.$$.log"; fi
 rm -f "/tmp/comex-demo-compare.$$.log"
