@@ -113,6 +113,15 @@ static void run_bounds(uint64_t idx, uint64_t *lo_out, uint64_t *hi_out)
 	*hi_out = hi;
 }
 
+/* Every page that comes back is checked against the hash taken when it left. */
+static void check_sum(uint64_t i, const char *copy)
+{
+	if (pagesum_eq(pagesum_of(copy), P.sum[i]))
+		return;
+	STAT_ADD(P.c.stats, pages_corrupt, 1);
+	pager_die("a page came back from its memnode changed (checksum mismatch)", (uintptr_t)page_addr(i), -EIO);
+}
+
 /* One remote read of [lo, hi) (COMEX §4.4) into idx's read-buffer slot. */
 static char *fetch(uint64_t idx, uint64_t lo, uint64_t hi)
 {
@@ -125,11 +134,7 @@ static char *fetch(uint64_t idx, uint64_t lo, uint64_t hi)
 		pager_die("a memnode failed while reading back a page that exists nowhere else",
 		    (uintptr_t)page_addr(idx), err);
 	for (uint64_t i = lo; i < hi; i++) {
-		if (!pagesum_eq(pagesum_of(slot + ((i - wlo) << PAGE_SHIFT)), P.sum[i])) {
-			STAT_ADD(P.c.stats, pages_corrupt, 1);
-			pager_die("a page came back from its memnode changed (checksum mismatch)",
-				  (uintptr_t)page_addr(i), -EIO);
-		}
+		check_sum(i, slot + ((i - wlo) << PAGE_SHIFT));
 		rbuf_mark(P.rb, i);
 	}
 	STAT_ADD(P.c.stats, remote_reads, 1);
@@ -213,7 +218,7 @@ static bool readable(uint64_t i, unsigned node)
 
 /* One read of the run of consecutive frames on the plan's lattice from a
  * to b (inclusive) into the landing area. */
-static uint32_t read_run(uint64_t a, uint64_t b, unsigned node, bool *ok)
+static void read_run(uint64_t a, uint64_t b, unsigned node, bool *ok)
 {
 	uint32_t n = (uint32_t)((b - a) / step + 1);
 	uint64_t t0 = now_ns();
@@ -227,7 +232,6 @@ static uint32_t read_run(uint64_t a, uint64_t b, unsigned node, bool *ok)
 		ok[(i - plan_lo) / step] = true;
 	STAT_ADD(P.c.stats, remote_reads, 1);
 	STAT_ADD(P.c.stats, bytes_read, (uint64_t)n << PAGE_SHIFT);
-	return n;
 }
 
 /* Pages i < j (both on the lattice) are both remote on node, in
@@ -259,14 +263,6 @@ static void fetch_plan(uint64_t idx, uint64_t lo, uint64_t hi, bool *ok)
 		read_run(a, b, node, ok);
 		reads++;
 	}
-}
-
-static void check_sum(uint64_t i, const char *copy)
-{
-	if (pagesum_eq(pagesum_of(copy), P.sum[i]))
-		return;
-	STAT_ADD(P.c.stats, pages_corrupt, 1);
-	pager_die("a page came back from its memnode changed (checksum mismatch)", (uintptr_t)page_addr(i), -EIO);
 }
 
 /* Maps the fetched neighbours clean, each run of consecutive pages with
@@ -355,14 +351,12 @@ static void fetch_and_map(uint64_t idx, bool write)
 
 int fault_init(void)
 {
-	int err;
-
 	if (!P.c.adaptive)
 		return 0;
 	land = rt_alloc((size_t)P.c.prefetch << PAGE_SHIFT);
 	if (!land)
 		return -ENOMEM;
-	return (err = prefetch_create(P.c.prefetch, &P.pf)) ? err : 0;
+	return prefetch_create(P.c.prefetch, &P.pf);
 }
 
 static void fault_missing(uint64_t idx, bool write)
@@ -493,7 +487,9 @@ void pager_run(int cpu)
 		}
 		if (r < 0 && errno != EAGAIN && errno != EINTR)
 			pager_die("reading faults from userfaultfd failed", 0, -errno);
-		if (now_ns() - idle_since < spin && !cpuload_contended(now_ns())) {
+		uint64_t now = now_ns();
+
+		if (now - idle_since < spin && !cpuload_contended(now)) {
 			__builtin_ia32_pause();
 			continue;
 		}

@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "pte.h"
 #include "uapi.h"
 
-#define PAGE_SHIFT_PM 12
 #define REGIONS 32 /* one call returns at most this many runs of written pages */
 
 int pagemap_open(int *fd_out)
@@ -32,7 +32,7 @@ static void set_bits(uint64_t *bits, uint64_t lo, uint64_t hi)
 
 int pagemap_written(int fd, void *addr, size_t npages, uint64_t written[PAGEMAP_MAX_PAGES / 64])
 {
-	uint64_t start = (uintptr_t)addr, end = start + (npages << PAGE_SHIFT_PM);
+	uint64_t start = (uintptr_t)addr, end = start + (npages << PAGE_SHIFT);
 	struct page_region vec[REGIONS];
 
 	if (npages > PAGEMAP_MAX_PAGES)
@@ -49,8 +49,8 @@ int pagemap_written(int fd, void *addr, size_t npages, uint64_t written[PAGEMAP_
 		if (n < 0)
 			return errno == ENOTTY ? -EOPNOTSUPP : -errno;
 		for (long i = 0; i < n; i++)
-			set_bits(written, (vec[i].start - (uintptr_t)addr) >> PAGE_SHIFT_PM,
-				 (vec[i].end - (uintptr_t)addr) >> PAGE_SHIFT_PM);
+			set_bits(written, (vec[i].start - (uintptr_t)addr) >> PAGE_SHIFT,
+				 (vec[i].end - (uintptr_t)addr) >> PAGE_SHIFT);
 		if (a.walk_end <= start)
 			return -EIO; /* no progress: never loop forever */
 		start = a.walk_end;

@@ -117,8 +117,7 @@ int pager_init(const struct pager_config *cfg)
 		P.c.zero_window = 1;
 	P.pt = rt_alloc(cfg->npages * sizeof(pte_t));
 	P.sum = rt_alloc(cfg->npages * sizeof(pagesum_t));
-	P.scratch = rt_alloc((size_t)MAX_BATCH << PAGE_SHIFT);
-	if (!P.pt || !P.sum || !P.scratch)
+	if (!P.pt || !P.sum)
 		return -ENOMEM;
 	if ((err = ranges_create(cfg->npages - cfg->heap_pages, &P.ranges)) ||
 	    (err = P.c.adaptive && P.c.prefetch_map ? rbuf_create(64, 64, &P.rb) /* unused */

@@ -44,9 +44,7 @@ struct pager {
 	int no_evict;                 /* set while preparing a fork (atomic) */
 	bool detached;                /* forked child: no uffd, no memnodes */
 	bool full_warned;
-	uint64_t faults;
-	uint64_t busy_since;          /* ns; 0 when idle (atomic) */
-	uintptr_t busy_addr;          /* atomic */
+	uint64_t faults;              /* served, for the wedge_after test hook */
 	char *scratch;                /* MAX_BATCH pages for eviction copies (synchronous mode) */
 };
 

@@ -439,8 +439,10 @@ int reclaim_init(void)
 		low = 2ull * P.c.evict_batch;
 	P.low_free = low;
 	P.high_free = 2 * low;
-	if (!P.c.async)
-		return 0;
+	if (!P.c.async) {
+		P.scratch = rt_alloc((size_t)MAX_BATCH << PAGE_SHIFT);
+		return P.scratch ? 0 : -ENOMEM;
+	}
 	P.park = rt_alloc((size_t)MAX_BATCH << PAGE_SHIFT);
 	if (!P.park)
 		return -ENOMEM;

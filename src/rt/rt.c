@@ -186,6 +186,8 @@ static int budget(unsigned nodes, struct pager_config *pc)
 static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 {
 	const char *policy = opt_str(&opts, OPT_EVICT_POLICY);
+	const char *prefetch = opt_str(&opts, OPT_PREFETCH_POLICY);
+	const char *handlers = opt_str(&opts, OPT_FAULT_HANDLERS);
 	const char *wedge = getenv("COMEX_TEST_WEDGE_AFTER");
 
 	*pc = (struct pager_config){
@@ -199,25 +201,23 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 		.zero_window = (uint32_t)opt_num(&opts, OPT_ZERO_WINDOW),
 		.clock = !strcmp(policy, "clock"),
 		.prefetch_map = opt_num(&opts, OPT_PREFETCH_MAP),
-		.adaptive = !strcmp(opt_str(&opts, OPT_PREFETCH_POLICY), "adaptive"),
+		.adaptive = !strcmp(prefetch, "adaptive"),
 		.keep_frames = opt_num(&opts, OPT_KEEP_FRAMES),
 		.reclaimer = opt_num(&opts, OPT_RECLAIMER),
 		.spin_ns = opt_num(&opts, OPT_HANDLER_SPIN),
 		.wedge_after = wedge ? strtoull(wedge, NULL, 10) : 0,
 		.uffd = uffd, .client = cl, .stats = stats,
 	};
-	if (strcmp(opt_str(&opts, OPT_PREFETCH_POLICY), "adaptive") &&
-	    strcmp(opt_str(&opts, OPT_PREFETCH_POLICY), "window")) {
-		log_error("option prefetch-policy: '%s' is neither adaptive nor window",
-			  opt_str(&opts, OPT_PREFETCH_POLICY));
+	if (strcmp(prefetch, "adaptive") && strcmp(prefetch, "window")) {
+		log_error("option prefetch-policy: '%s' is neither adaptive nor window", prefetch);
 		return -EINVAL;
 	}
 	if ((!pc->adaptive || !pc->prefetch_map) && pc->prefetch > 64) {
 		log_error("option prefetch: %u pages; at most 64 without prefetch-policy adaptive", pc->prefetch);
 		return -EINVAL;
 	}
-	if (strcmp(opt_str(&opts, OPT_FAULT_HANDLERS), "per-cpu") && strcmp(opt_str(&opts, OPT_FAULT_HANDLERS), "one")) {
-		log_error("option fault-handlers: '%s' is neither per-cpu nor one", opt_str(&opts, OPT_FAULT_HANDLERS));
+	if (strcmp(handlers, "per-cpu") && strcmp(handlers, "one")) {
+		log_error("option fault-handlers: '%s' is neither per-cpu nor one", handlers);
 		return -EINVAL;
 	}
 	if (strcmp(policy, "clock") && strcmp(policy, "fifo")) {
