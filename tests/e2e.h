@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,6 +51,9 @@ static void memnode_start(struct memnode_proc *mp, const char *const *args)
 	mp->pid = fork();
 	CHECK(mp->pid >= 0);
 	if (!mp->pid) {
+		/* a failed CHECK must not leave the memnode holding ctest's
+		 * output pipe (ctest then waits out its timeout) */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		CHECK(freopen(mp->log, "w", stderr));
 		execv(argv[0], (char **)argv);
 		_exit(127);
@@ -87,7 +91,9 @@ static void memnode_stop(struct memnode_proc *mp)
 
 static int client_for(const char *const *flags, struct comex_client **out)
 {
-	static struct options o;
+	/* per thread: test_two_clients connects from two threads at once, and a
+	 * shared struct let one thread's HELLO go out without its token */
+	static _Thread_local struct options o;
 	const char *argv[32] = { "test" };
 	int argc = 1, first;
 
