@@ -14,7 +14,14 @@
  *   kernel_minor      no userfaultfd: first write to a fresh anonymous page
  *                     (the kernel allocates and zeroes it);
  *   kernel_zero_read  no userfaultfd: first read of a fresh anonymous page
- *                     (the kernel maps the shared zero page).
+ *                     (the kernel maps the shared zero page);
+ *   zero_window       same_core, but the handler answers each fault with
+ *                     UFFDIO_ZEROPAGE over the 512-page window around it; each
+ *                     first write then takes a kernel fault off the zero page;
+ *   populate_window   same_core, answering with one UFFDIO_COPY of 512 zeroed
+ *                     pages: the writes that follow take no fault at all.
+ * The two window modes compare first-touch costs (their mean_us is the cost
+ * per page filled, next to kernel_minor's); PAGER.md P24.
  * Each touch writes one byte of a fresh page; the faulting thread times it
  * with CLOCK_MONOTONIC (clock_gettime before and after).
  *
@@ -59,21 +66,30 @@ struct mode {
 	enum wait_kind wait;            /* how the handler waits; WAIT_NONE: no uffd */
 	bool cross;                     /* handler on the other CPU */
 	bool read_touch;                /* kernel modes: read instead of write */
+	int window;                     /* 0: one page per fault; else pages per answer */
+	bool zero;                      /* window answered with UFFDIO_ZEROPAGE, not COPY */
 };
 
+#define WINDOW 512 /* pages: the 2 MiB comex maps per first touch while it has room */
+
 static const struct mode MODES[] = {
-	{ "same_core", WAIT_POLL, false, false },
-	{ "cross_core_spin", WAIT_SPIN, true, false },
-	{ "cross_core_block", WAIT_POLL, true, false },
-	{ "kernel_minor", WAIT_NONE, false, false },
-	{ "kernel_zero_read", WAIT_NONE, false, true },
+	{ "same_core", WAIT_POLL, false, false, 0, false },
+	{ "cross_core_spin", WAIT_SPIN, true, false, 0, false },
+	{ "cross_core_block", WAIT_POLL, true, false, 0, false },
+	{ "kernel_minor", WAIT_NONE, false, false, 0, false },
+	{ "kernel_zero_read", WAIT_NONE, false, true, 0, false },
+	{ "zero_window", WAIT_POLL, false, false, WINDOW, true },
+	{ "populate_window", WAIT_POLL, false, false, WINDOW, false },
 };
 #define NMODES (sizeof(MODES) / sizeof(MODES[0]))
 
 struct handler {
 	int uffd, stopfd;
 	enum wait_kind wait;
-	char *src;                      /* the page every UFFDIO_COPY copies */
+	char *src;                      /* what every UFFDIO_COPY copies (window pages) */
+	char *base;                     /* the registered region, npages long */
+	size_t npages;
+	const struct mode *m;
 	atomic_bool stop;
 	unsigned long served;
 	int err;                        /* errno of a failure, 0 if none */
@@ -177,15 +193,20 @@ static bool handler_wait(struct handler *h)
 
 static int serve(struct handler *h, const struct uffd_msg *msg)
 {
-	struct uffdio_copy copy = {
-		.dst = msg->arg.pagefault.address & ~(PAGE - 1),
-		.src = (uintptr_t)h->src,
-		.len = PAGE,
-	};
+	size_t page = ((msg->arg.pagefault.address & ~(PAGE - 1)) - (uintptr_t)h->base) / PAGE;
+	size_t first = h->m->window ? page - page % h->m->window : page;
+	size_t len = (h->m->window ? h->m->window : 1) * PAGE;
+	struct uffdio_copy copy = { .dst = (uintptr_t)h->base + first * PAGE, .src = (uintptr_t)h->src };
+	struct uffdio_zeropage zero = { .range = { copy.dst } };
+	int rc;
 
 	if (msg->event != UFFD_EVENT_PAGEFAULT)
 		return 0;
-	if (ioctl(h->uffd, UFFDIO_COPY, &copy) && errno != EEXIST)
+	if (first * PAGE + len > h->npages * PAGE)
+		len = (h->npages - first) * PAGE;
+	copy.len = zero.range.len = len;
+	rc = h->m->zero ? ioctl(h->uffd, UFFDIO_ZEROPAGE, &zero) : ioctl(h->uffd, UFFDIO_COPY, &copy);
+	if (rc && errno != EEXIST)
 		return errno;
 	h->served++;
 	return 0;
@@ -261,10 +282,13 @@ static long run_uffd(const struct mode *m, int cpu_fault, int cpu_handler, size_
 {
 	size_t n = iters + warmup;
 	char *base = map_pages(n);
-	struct handler h = { .uffd = uffd_setup(), .wait = m->wait, .src = map_pages(1) };
+	size_t src_pages = m->window ? WINDOW : 1;
+	struct handler h = { .uffd = uffd_setup(), .wait = m->wait, .src = map_pages(src_pages),
+			     .base = base, .npages = n, .m = m };
 	pthread_t t;
 
-	memset(h.src, 0x5a, PAGE);
+	if (!m->window)
+		memset(h.src, 0x5a, PAGE); /* a window copies zeroes: a never-written source */
 	h.stopfd = eventfd(0, EFD_CLOEXEC);
 	if (h.stopfd < 0)
 		die("eventfd");
@@ -286,7 +310,7 @@ static long run_uffd(const struct mode *m, int cpu_fault, int cpu_handler, size_
 	}
 	close(h.stopfd);
 	close(h.uffd);
-	munmap(h.src, PAGE);
+	munmap(h.src, src_pages * PAGE);
 	munmap(base, n * PAGE);
 	return (long)h.served;
 }
@@ -305,7 +329,7 @@ static void run_kernel(const struct mode *m, int cpu, size_t iters, size_t warmu
 static void usage(void)
 {
 	fprintf(stderr, "usage: uffd_floor [--iters N] [--warmup W] [--cpus A,B] [--modes m1,m2,...]\n"
-			"modes: same_core cross_core_spin cross_core_block kernel_minor kernel_zero_read\n");
+			"modes: same_core cross_core_spin cross_core_block kernel_minor kernel_zero_read zero_window populate_window\n");
 	exit(2);
 }
 

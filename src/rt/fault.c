@@ -52,6 +52,43 @@ static uint64_t zero_window(void)
 	return P.c.zero_window;
 }
 
+/* First touches that begin where an earlier zero fill ended are a stream
+ * (a program filling an array): such a window is populated with real zeroed
+ * pages by one UFFDIO_COPY from a never-written source (whose PTEs all map
+ * the kernel's zero page, so the copy reads from cache), and the program
+ * then writes them without a fault at all. Measured per page filled: 1.2 us,
+ * against 1.7 without comex and 1.9 for a zero-page window whose every page
+ * the first write must copy away from (PAGER.md P24). Other first touches
+ * get the zero page: no memory until written. */
+#define ZERO_STREAMS 4
+static uint64_t zero_end[ZERO_STREAMS]; /* where recent zero fills ended, a ring */
+static unsigned zero_next;
+static const char *zero_src;            /* ZERO_WINDOW_ROOMY pages, never written */
+
+static bool zero_continues(uint64_t lo, uint64_t hi)
+{
+	for (unsigned i = 0; i < ZERO_STREAMS; i++)
+		if (zero_end[i] == lo && lo) {
+			zero_end[i] = hi;
+			return true;
+		}
+	zero_end[zero_next++ % ZERO_STREAMS] = hi;
+	return false;
+}
+
+static int zero_map(uint64_t lo, uint64_t hi, size_t *done)
+{
+	size_t len = (hi - lo) << PAGE_SHIFT;
+	bool stream = zero_continues(lo, hi);
+
+	if (stream && !zero_src)
+		zero_src = rt_alloc(ZERO_WINDOW_ROOMY << PAGE_SHIFT);
+	if (!stream || !zero_src || hi - lo > ZERO_WINDOW_ROOMY)
+		return uffd_zero(P.c.uffd, page_addr(lo), len, done);
+	STAT_ADD(P.c.stats, pages_zero_populated, hi - lo);
+	return uffd_copy(P.c.uffd, page_addr(lo), zero_src, len, 0, done);
+}
+
 static void zero_fill(uint64_t idx, uint64_t t0)
 {
 	uint64_t w = zero_window(), lo = idx, hi = idx + 1;
@@ -68,7 +105,7 @@ static void zero_fill(uint64_t idx, uint64_t t0)
 	while (hi < whi && zero_eligible(hi))
 		hi++;
 	/* a window may stop part way (-EAGAIN): what it mapped is resident */
-	err = uffd_zero(P.c.uffd, page_addr(lo), (hi - lo) << PAGE_SHIFT, &done);
+	err = zero_map(lo, hi, &done);
 	hi = lo + (done >> PAGE_SHIFT);
 	for (uint64_t i = lo; i < hi; i++)
 		pager_became_resident(i, PTE_DIRTY, 0, 0);

@@ -12,7 +12,7 @@
 
 /* Every counter, in JSON order: name (also the JSON key), unit. */
 #define STATS_COUNTERS(X) \
-	X(faults_zero) X(faults_wbuf_hit) X(faults_rbuf_hit) X(faults_remote) \
+	X(faults_zero) X(pages_zero_populated) X(faults_wbuf_hit) X(faults_rbuf_hit) X(faults_remote) \
 	X(faults_wp) X(faults_spurious) X(pages_prefetch_mapped) X(prefetch_hits) X(prefetch_wasted) \
 	X(pages_evicted) X(pages_written) X(pages_dropped_clean) X(pages_dropped_zero) \
 	X(pages_written_clean) X(pages_unmovable) X(pages_unshared) X(pages_corrupt) X(direct_reclaims) \
