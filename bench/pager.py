@@ -38,6 +38,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -161,10 +162,17 @@ def run_measured(cmd, out_path, err_path, timeout):
     return p.returncode, wall, ru
 
 
+def split_pattern(pattern):
+    """'rand-t4' -> ('rand', 4): a pattern name may ask for T access threads."""
+    base, _, t = pattern.partition("-t")
+    return base, int(t) if t else 1
+
+
 def workload_args(bench, pattern, w):
-    return [bench, "--pattern", pattern, "--size-mib", str(w["size_mib"]), "--passes", str(w["passes"]),
+    base, threads = split_pattern(pattern)
+    return [bench, "--pattern", base, "--size-mib", str(w["size_mib"]), "--passes", str(w["passes"]),
             "--write-pct", str(w["write_pct"]), "--seed", str(w["seed"]),
-            "--time-touches", "1", "--fault-ns", str(FAULT_NS)]
+            "--time-touches", "1", "--fault-ns", str(FAULT_NS), "--threads", str(threads)]
 
 
 def embedded_pool_flag(w):
@@ -887,9 +895,11 @@ prefetch.c; decisions P16-P21 in docs/PAGER.md):
 
 # ------------------------------------------------------------------ main
 
-def csv_choice(text, allowed, what):
+def csv_choice(text, allowed, what, threads_ok=False):
     items = [x.strip().rstrip("%") for x in text.split(",") if x.strip()]
-    bad = [x for x in items if x not in allowed]
+    ok = (lambda x: re.fullmatch(rf"({'|'.join(allowed)})(-t([1-9]|[1-5][0-9]|6[0-4]))?", x)) if threads_ok else \
+        (lambda x: x in allowed)
+    bad = [x for x in items if not ok(x)]
     if bad:
         sys.exit(f"pager.py: {what} takes a comma-separated subset of {','.join(allowed)} (not {','.join(bad)})")
     return items
@@ -904,7 +914,9 @@ def parse_args(argv):
     ap.add_argument("--passes", type=int, help=f"access passes (default {DEFAULTS['passes']})")
     ap.add_argument("--write-pct", type=int, help=f"share of touches that write (default {DEFAULTS['write_pct']})")
     ap.add_argument("--seed", type=int)
-    ap.add_argument("--patterns", default=",".join(PATTERNS), help=f"comma-separated subset of {','.join(PATTERNS)}")
+    ap.add_argument("--patterns", default=",".join(PATTERNS),
+                    help=f"comma-separated subset of {','.join(PATTERNS)}; a suffix -tT (e.g. rand-t4) runs "
+                         "the access passes with T threads (pager_bench --threads)")
     ap.add_argument("--levels", default=",".join(DEFAULT_LEVELS),
                     help=f"comex budgets, comma-separated subset of {','.join(LEVELS)} (native always runs)")
     ap.add_argument("--variants", default="", help=f"also run the variant groups: {','.join(VARIANTS)}")
@@ -921,7 +933,7 @@ def parse_args(argv):
                     help="smoke run: 16 MiB, one pass, one run; JSON and page go to a temporary directory")
     ap.add_argument("--render-only", action="store_true", help="only regenerate docs/PAGER-BENCH.md")
     args = ap.parse_args(argv)
-    args.patterns = csv_choice(args.patterns, PATTERNS, "--patterns")
+    args.patterns = csv_choice(args.patterns, PATTERNS, "--patterns", threads_ok=True)
     args.levels = csv_choice(args.levels, LEVELS, "--levels")
     args.variants = csv_choice(args.variants, VARIANTS, "--variants")
     if not args.patterns:

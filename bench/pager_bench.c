@@ -3,7 +3,7 @@
  * can run natively and under `comex run` unchanged:
  *
  *   pager_bench --pattern seq|rand|stride --size-mib N [--passes K] [--write-pct W] [--seed S]
- *               [--stride K] [--time-touches 0|1] [--fault-ns T]
+ *               [--stride K] [--time-touches 0|1] [--fault-ns T] [--threads T]
  *
  * 1. fill: mallocs N MiB and writes every 8-byte word of it with a value
  *    derived from its index and the seed (the first touch of every page);
@@ -16,6 +16,11 @@
  *    the touches (chosen by a hash of seed, pass and page) also writes one
  *    word: the one the next pass reads, so a lost or stale write changes the
  *    checksum.
+ *    With --threads T (default 1) each pass is split into T consecutive
+ *    shares of its order, one per thread (threads started per pass and
+ *    joined before the next, so what a pass reads never depends on timing);
+ *    each thread keeps its own running checksum, folded in thread order at
+ *    the end (T = 1 gives the single-threaded checksum).
  *
  * Output: one line of JSON on stdout,
  *   {"pattern":"rand","size_mib":256,"passes":3,"write_pct":20,"seed":1,
@@ -32,6 +37,7 @@
  * a usage error, 1 if memory cannot be allocated. This CLI is used by other
  * harnesses: keep it stable (new keys may be added, none removed). */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -94,7 +100,7 @@ static size_t word_of(uint64_t p, unsigned k)
 static void usage(void)
 {
 	fprintf(stderr, "usage: pager_bench --pattern seq|rand|stride --size-mib N [--passes K] [--write-pct W] [--seed S]\n"
-			"                   [--stride K] [--time-touches 0|1] [--fault-ns T]\n");
+			"                   [--stride K] [--time-touches 0|1] [--fault-ns T] [--threads T]\n");
 	exit(2);
 }
 
@@ -187,11 +193,66 @@ static void print_touch_log(struct touch_log *log)
 	printf(",\"fault_total_s\":%.6f,\"fault_ns\":%" PRIu64, (double)total * 1e-9, log->threshold_ns);
 }
 
+#define MAX_THREADS 64
+
+/* One thread's share of one access pass: order[first, last) (or those
+ * pages in address order when order is NULL). */
+struct share {
+	uint64_t *mem;
+	const uint32_t *order;
+	size_t first, last;
+	unsigned pass;
+	uint64_t seed, write_pct, sum;
+	bool timed;
+	struct touch_log log;
+};
+
+static void *access_share(void *arg)
+{
+	struct share *sh = arg;
+	uint64_t sum = sh->sum;
+	unsigned k = sh->pass;
+
+	for (size_t i = sh->first; i < sh->last; i++) {
+		uint64_t p = sh->order ? sh->order[i] : i;
+		uint64_t *page = sh->mem + p * WORDS_PER_PAGE;
+		uint64_t t_touch = sh->timed ? now_ns() : 0;
+		uint64_t v = page[word_of(p, k)];
+
+		sum = (sum ^ v) * 0x100000001b3ull + p;
+		if (sh->write_pct && mix(sh->seed ^ ((uint64_t)k << 40), p) % 100 < sh->write_pct)
+			page[word_of(p, k + 1)] = sum;
+		if (sh->timed)
+			log_touch(&sh->log, now_ns() - t_touch);
+	}
+	sh->sum = sum;
+	return NULL;
+}
+
+/* One pass over npages pages by nthreads threads (this one included). */
+static int access_pass(struct share *sh, unsigned nthreads, size_t npages, unsigned pass)
+{
+	pthread_t t[MAX_THREADS];
+
+	for (unsigned j = 0; j < nthreads; j++) {
+		sh[j].first = npages * j / nthreads;
+		sh[j].last = npages * (j + 1) / nthreads;
+		sh[j].pass = pass;
+	}
+	for (unsigned j = 1; j < nthreads; j++)
+		if (pthread_create(&t[j], NULL, access_share, &sh[j]))
+			return -1;
+	access_share(&sh[0]);
+	for (unsigned j = 1; j < nthreads; j++)
+		pthread_join(t[j], NULL);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *pattern = NULL;
 	unsigned long long size_mib = 0, passes = 3, write_pct = 0, seed = 1, stride = DEFAULT_STRIDE;
-	unsigned long long timed = 0, fault_ns = DEFAULT_FAULT_NS;
+	unsigned long long timed = 0, fault_ns = DEFAULT_FAULT_NS, nthreads = 1;
 	enum pattern pat;
 
 	for (int i = 1; i < argc; i += 2) { /* every option takes a value */
@@ -213,11 +274,13 @@ int main(int argc, char **argv)
 			timed = num(v, 1);
 		else if (!strcmp(a, "--fault-ns"))
 			fault_ns = num(v, UINT32_MAX);
+		else if (!strcmp(a, "--threads"))
+			nthreads = num(v, MAX_THREADS);
 		else
 			usage();
 	}
 	pat = parse_pattern(pattern);
-	if (!size_mib || !stride)
+	if (!size_mib || !stride || !nthreads)
 		usage();
 
 	size_t bytes = (size_t)size_mib << 20, npages = bytes / PAGE, nwords = bytes / sizeof(uint64_t);
@@ -247,24 +310,33 @@ int main(int argc, char **argv)
 	/* access */
 	uint64_t sum = 0x1234567887654321ull ^ seed, rng = seed * 0x2545f4914f6cdd1dull + 7;
 	double access_s = 0;
+	struct share sh[MAX_THREADS];
 
+	for (unsigned j = 0; j < nthreads; j++) {
+		sh[j] = (struct share){ .mem = mem, .order = order, .seed = seed, .write_pct = write_pct,
+					.sum = sum ^ j, .timed = timed, .log = log };
+		sh[j].log.ns = log.ns ? log.ns + log.cap / nthreads * j : NULL;
+		sh[j].log.cap = log.cap / nthreads;
+	}
 	for (unsigned k = 0; k < passes; k++) {
 		if (pat == PAT_RAND) /* outside the clock */
 			rand_order(order, npages, &rng);
 		t0 = now_s();
-		for (size_t i = 0; i < npages; i++) {
-			uint64_t p = order ? order[i] : i;
-			uint64_t *page = mem + p * WORDS_PER_PAGE;
-			uint64_t t_touch = timed ? now_ns() : 0;
-			uint64_t v = page[word_of(p, k)];
-
-			sum = (sum ^ v) * 0x100000001b3ull + p;
-			if (write_pct && mix(seed ^ ((uint64_t)k << 40), p) % 100 < write_pct)
-				page[word_of(p, k + 1)] = sum;
-			if (timed)
-				log_touch(&log, now_ns() - t_touch);
+		if (access_pass(sh, (unsigned)nthreads, npages, k)) {
+			fprintf(stderr, "pager_bench: cannot start %llu threads\n", nthreads);
+			return 1;
 		}
 		access_s += now_s() - t0;
+	}
+	sum = sh[0].sum;
+	for (unsigned j = 1; j < nthreads; j++)
+		sum = (sum ^ sh[j].sum) * 0x100000001b3ull;
+	if (timed) { /* the shares' slow touches, gathered at the front */
+		log.n = 0;
+		for (unsigned j = 0; j < nthreads; j++) {
+			memmove(log.ns + log.n, sh[j].log.ns, sh[j].log.n * sizeof(*log.ns));
+			log.n += sh[j].log.n;
+		}
 	}
 
 	printf("{\"pattern\":\"%s\",\"size_mib\":%llu,\"passes\":%llu,\"write_pct\":%llu,\"seed\":%llu,"
@@ -273,6 +345,8 @@ int main(int argc, char **argv)
 	       passes ? access_s * 1e9 / ((double)passes * (double)npages) : 0.0);
 	if (pat == PAT_STRIDE)
 		printf(",\"stride\":%llu", stride);
+	if (nthreads > 1)
+		printf(",\"threads\":%llu", nthreads);
 	print_touch_log(&log);
 	printf("}\n");
 	free(log.ns);
