@@ -555,6 +555,8 @@ FLOOR_ROWS = [
      "512 pages; each first write then a kernel fault off the zero page"),
     ("populate_window", "first touch, comex's way for a stream of first touches (P24): `same_core` answering with "
      "512 zeroed pages in one UFFDIO_COPY; no fault on the writes that follow"),
+    ("sigbus", "UFFD_FEATURE_SIGBUS: no handler thread, the faulting thread's SIGBUS handler answers with "
+     "UFFDIO_COPY 4 KiB (the delivery issue 9 item 2(b) proposes; P25)"),
 ]
 
 

@@ -20,6 +20,9 @@
  *                     first write then takes a kernel fault off the zero page;
  *   populate_window   same_core, answering with one UFFDIO_COPY of 512 zeroed
  *                     pages: the writes that follow take no fault at all.
+ *   sigbus            UFFD_FEATURE_SIGBUS: no handler thread; the faulting thread
+ *                     takes SIGBUS and its signal handler answers with
+ *                     UFFDIO_COPY of one page (issue 9 item 2(b), P25).
  * The two window modes compare first-touch costs (their mean_us is the cost
  * per page filled, next to kernel_minor's); PAGER.md P24.
  * Each touch writes one byte of a fresh page; the faulting thread times it
@@ -38,6 +41,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -53,13 +57,13 @@
 
 #define PAGE 4096ul
 #define EXIT_SKIP 77
-#define MAX_MODES 8
+#define MAX_MODES 16
 
 #ifndef USERFAULTFD_IOC_NEW
 #define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00)
 #endif
 
-enum wait_kind { WAIT_NONE, WAIT_POLL, WAIT_SPIN };
+enum wait_kind { WAIT_NONE, WAIT_POLL, WAIT_SPIN, WAIT_SIGBUS };
 
 struct mode {
 	const char *name;
@@ -80,6 +84,7 @@ static const struct mode MODES[] = {
 	{ "kernel_zero_read", WAIT_NONE, false, true, 0, false },
 	{ "zero_window", WAIT_POLL, false, false, WINDOW, true },
 	{ "populate_window", WAIT_POLL, false, false, WINDOW, false },
+	{ "sigbus", WAIT_SIGBUS, false, false, 0, false },
 };
 #define NMODES (sizeof(MODES) / sizeof(MODES[0]))
 
@@ -142,10 +147,10 @@ static int uffd_open(void)
 	return fd;
 }
 
-static int uffd_setup(void)
+static int uffd_setup(bool sigbus)
 {
 	int fd = uffd_open();
-	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_api api = { .api = UFFD_API, .features = sigbus ? UFFD_FEATURE_SIGBUS : 0 };
 
 	if (fd < 0) {
 		fprintf(stderr, "uffd_floor: userfaultfd unavailable (/dev/userfaultfd and the system call: %s)\n",
@@ -283,7 +288,7 @@ static long run_uffd(const struct mode *m, int cpu_fault, int cpu_handler, size_
 	size_t n = iters + warmup;
 	char *base = map_pages(n);
 	size_t src_pages = m->window ? WINDOW : 1;
-	struct handler h = { .uffd = uffd_setup(), .wait = m->wait, .src = map_pages(src_pages),
+	struct handler h = { .uffd = uffd_setup(false), .wait = m->wait, .src = map_pages(src_pages),
 			     .base = base, .npages = n, .m = m };
 	pthread_t t;
 
@@ -326,10 +331,48 @@ static void run_kernel(const struct mode *m, int cpu, size_t iters, size_t warmu
 	munmap(base, n * PAGE);
 }
 
+/* sigbus mode: the signal handler serves the fault on the faulting thread. */
+static int sig_uffd;
+static char *sig_src;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	struct uffdio_copy copy = {
+		.dst = (uintptr_t)si->si_addr & ~(PAGE - 1), .src = (uintptr_t)sig_src, .len = PAGE,
+	};
+
+	(void)sig;
+	(void)uc;
+	if (ioctl(sig_uffd, UFFDIO_COPY, &copy) && errno != EEXIST)
+		abort(); /* a fault nobody can serve: never return into it */
+}
+
+static long run_sigbus(int cpu, size_t iters, size_t warmup, double *lat)
+{
+	size_t n = iters + warmup;
+	char *base = map_pages(n);
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO }, old;
+
+	sig_uffd = uffd_setup(true);
+	sig_src = map_pages(1);
+	memset(sig_src, 0x5a, PAGE);
+	uffd_register(sig_uffd, base, n * PAGE);
+	if (sigaction(SIGBUS, &sa, &old))
+		die("sigaction");
+	if (pin(pthread_self(), cpu))
+		die("pinning");
+	touch_pages(base, n, warmup, false, lat);
+	sigaction(SIGBUS, &old, NULL);
+	close(sig_uffd);
+	munmap(sig_src, PAGE);
+	munmap(base, n * PAGE);
+	return (long)n;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: uffd_floor [--iters N] [--warmup W] [--cpus A,B] [--modes m1,m2,...]\n"
-			"modes: same_core cross_core_spin cross_core_block kernel_minor kernel_zero_read zero_window populate_window\n");
+			"modes: same_core cross_core_spin cross_core_block kernel_minor kernel_zero_read zero_window populate_window sigbus\n");
 	exit(2);
 }
 
@@ -409,7 +452,7 @@ int main(int argc, char **argv)
 		any |= chosen[i];
 	if (!any)
 		memset(chosen, true, sizeof(chosen));
-	close(uffd_setup()); /* exit 77 before printing anything if userfaultfd is unavailable */
+	close(uffd_setup(false)); /* exit 77 before printing anything if userfaultfd is unavailable */
 
 	double *lat = malloc(iters * sizeof(*lat));
 	const char *sep = "";
@@ -430,7 +473,11 @@ int main(int argc, char **argv)
 			printf("\"%s\":null", m->name);
 			continue;
 		}
-		if (m->wait == WAIT_NONE) {
+		if (m->wait == WAIT_SIGBUS) {
+			long served = run_sigbus(cpu_a, iters, warmup, lat);
+
+			print_stats(m->name, lat, iters, served);
+		} else if (m->wait == WAIT_NONE) {
 			run_kernel(m, cpu_a, iters, warmup, lat);
 			print_stats(m->name, lat, iters, 0);
 		} else {
