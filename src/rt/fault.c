@@ -29,6 +29,8 @@
 #define PREFETCH_MAX 256 /* largest prefetch option (pages) */
 static uint64_t run_lo[STREAM_RUNS], run_hi[STREAM_RUNS]; /* recent remote runs, a ring */
 static unsigned run_next;
+#define MAX_HANDLERS 64
+static unsigned nhandlers; /* started (atomic) */
 
 static bool zero_eligible(uint64_t idx)
 {
@@ -253,22 +255,16 @@ static bool readable(uint64_t i, unsigned node)
 	return i < P.c.npages && pte_state(P.pt[i]) == PTE_REMOTE && pte_node(P.pt[i]) == node;
 }
 
-/* One read of the run of consecutive frames on the plan's lattice from a
- * to b (inclusive) into the landing area. */
-static void read_run(uint64_t a, uint64_t b, unsigned node, bool *ok)
-{
-	uint32_t n = (uint32_t)((b - a) / step + 1);
-	uint64_t t0 = now_ns();
-	int err = client_read(P.c.client, node, pte_pfn(P.pt[a]), n, landed(a));
+/* A run of consecutive frames on the plan's lattice, pages a..b inclusive,
+ * the first in frame pfn. */
+struct run { uint64_t a, b; uint32_t pfn; };
 
-	STAT_ADD(P.c.stats, ns_read, now_ns() - t0);
-	if (err)
-		pager_die("a memnode failed while reading back a page that exists nowhere else",
-			  (uintptr_t)page_addr(a), err);
+/* Notes run a..b in runs[*n] and marks its pages planned in ok[]. */
+static void plan_run(uint64_t a, uint64_t b, bool *ok, struct run *runs, unsigned *n)
+{
+	runs[(*n)++] = (struct run){ a, b, pte_pfn(P.pt[a]) };
 	for (uint64_t i = a; i <= b; i += step)
 		ok[(i - plan_lo) / step] = true;
-	STAT_ADD(P.c.stats, remote_reads, 1);
-	STAT_ADD(P.c.stats, bytes_read, (uint64_t)n << PAGE_SHIFT);
 }
 
 /* Pages i < j (both on the lattice) are both remote on node, in
@@ -278,28 +274,74 @@ static bool next_frame(uint64_t i, uint64_t j, unsigned node)
 	return readable(i, node) && readable(j, node) && pte_pfn(P.pt[j]) == pte_pfn(P.pt[i]) + 1;
 }
 
-/* Reads the pages of [lo, hi) on the plan's lattice that are remote on
- * idx's node: idx's run of consecutive frames first, then the other runs,
- * at most MAX_READS reads in all; sets ok[] by lattice position. */
-static void fetch_plan(uint64_t idx, uint64_t lo, uint64_t hi, bool *ok)
+/* The reads for the pages of [lo, hi) on the plan's lattice that are remote
+ * on idx's node: idx's run of consecutive frames first, then the other runs,
+ * at most MAX_READS in all; marks their pages in ok[] by lattice position.
+ * Returns the number of runs. */
+static unsigned plan_reads(uint64_t idx, uint64_t lo, uint64_t hi, bool *ok, struct run *runs)
 {
-	unsigned node = pte_node(P.pt[idx]), reads = 1;
+	unsigned node = pte_node(P.pt[idx]), n = 0;
 	uint64_t a = idx, b = idx;
 
 	while (a >= lo + step && next_frame(a - step, a, node))
 		a -= step;
 	while (b + step < hi && next_frame(b, b + step, node))
 		b += step;
-	read_run(a, b, node, ok);
-	for (a = lo; a < hi && reads < MAX_READS; a = b + step) {
+	plan_run(a, b, ok, runs, &n);
+	for (a = lo; a < hi && n < MAX_READS; a = b + step) {
 		b = a;
 		if (ok[(a - plan_lo) / step] || !readable(a, node))
 			continue;
 		while (b + step < hi && !ok[(b + step - plan_lo) / step] && next_frame(b, b + step, node))
 			b += step;
-		read_run(a, b, node, ok);
-		reads++;
+		plan_run(a, b, ok, runs, &n);
 	}
+	return n;
+}
+
+/* The planned reads into the landing area. Needs no pager state beyond
+ * runs: with one handler it runs without the pager lock (item 5 of issue
+ * 9), so interposed calls of other threads do not wait for the memnode. */
+static void read_runs(const struct run *runs, unsigned n, unsigned node)
+{
+	for (unsigned r = 0; r < n; r++) {
+		uint32_t count = (uint32_t)((runs[r].b - runs[r].a) / step + 1);
+		uint64_t t0 = now_ns();
+		int err = client_read(P.c.client, node, runs[r].pfn, count, landed(runs[r].a));
+
+		STAT_ADD(P.c.stats, ns_read, now_ns() - t0);
+		if (err)
+			pager_die("a memnode failed while reading back a page that exists nowhere else",
+				  (uintptr_t)page_addr(runs[r].a), err);
+		STAT_ADD(P.c.stats, remote_reads, 1);
+		STAT_ADD(P.c.stats, bytes_read, (uint64_t)count << PAGE_SHIFT);
+	}
+}
+
+/* Reads the plan's pages, without the pager lock when this is the only
+ * handler. An entry that changed meanwhile (the page was unmapped,
+ * discarded, remapped or brought home by a fork) makes its copy worthless:
+ * its slot is dropped from ok[]. Frames are freed only when their entry
+ * changes, so an unchanged entry proves the copy read is the page's. */
+static void fetch_plan(uint64_t idx, uint64_t lo, uint64_t hi, bool *ok, uint32_t slots)
+{
+	struct run runs[MAX_READS];
+	pte_t seen[PREFETCH_MAX];
+	unsigned node = pte_node(P.pt[idx]), n = plan_reads(idx, lo, hi, ok, runs);
+	bool unlock = __atomic_load_n(&nhandlers, __ATOMIC_RELAXED) == 1;
+
+	if (!unlock) {
+		read_runs(runs, n, node);
+		return;
+	}
+	for (uint32_t k = 0; k < slots; k++)
+		seen[k] = P.pt[plan_lo + k * step];
+	pthread_mutex_unlock(&P.lock);
+	read_runs(runs, n, node);
+	pthread_mutex_lock(&P.lock);
+	for (uint32_t k = 0; k < slots; k++)
+		if (ok[k] && P.pt[plan_lo + k * step] != seen[k])
+			ok[k] = false;
 }
 
 /* Maps the fetched neighbours clean, each run of consecutive pages with
@@ -335,7 +377,11 @@ static void fetch_adaptive(uint64_t idx, bool write)
 		pl.hi = P.c.npages;
 	slots = (uint32_t)((pl.hi - pl.lo + step - 1) / step);
 	reclaim_make_room(slots);
-	fetch_plan(idx, pl.lo, pl.hi, ok);
+	fetch_plan(idx, pl.lo, pl.hi, ok, slots);
+	if (!ok[(idx - plan_lo) / step]) { /* settled while we read: let the thread retry */
+		uffd_wake(P.c.uffd, page_addr(idx), PAGE_SIZE);
+		return;
+	}
 	for (uint32_t k = 0; k < slots; k++)
 		if (ok[k])
 			check_sum(plan_lo + k * step, landed(plan_lo + k * step));
@@ -458,9 +504,7 @@ static void fault_wp(uint64_t idx)
 
 /* Per handler thread, for the watchdog: when it started on its current
  * batch (ns, 0 when idle) and the address it is serving. Relaxed atomics. */
-#define MAX_HANDLERS 64
 static struct { uint64_t since; uintptr_t addr; } busy[MAX_HANDLERS];
-static unsigned nhandlers;
 
 static void handle(const struct uffd_msg *m, unsigned h)
 {
