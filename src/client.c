@@ -516,39 +516,58 @@ int client_flush(struct comex_client *c)
 	return first;
 }
 
+/* Completes a transfer started by transfer_start (op), waiting for it. */
+static int transfer_finish(struct node *n, enum tp_rma_kind kind, struct tp_op *op)
+{
+	int err = op->done ? 0 : wait_for(n, NULL, op);
+
+	if (!err)
+		err = op->status;
+	if (!err && n->rkey_len && kind == TP_PUT) { /* a put completes locally; a flush proves it landed */
+		*op = (struct tp_op){ 0 };
+		err = tp_rma(n->ep, TP_FLUSH, NULL, 0, 0, op);
+		if (!err)
+			err = wait_for(n, NULL, op);
+		if (!err)
+			err = op->status;
+	}
+	if (err && err != -EPERM && err != -ERANGE)
+		node_fail(n, err);
+	return err;
+}
+
 /* One-sided when the memnode offered its key (data-path rma), otherwise a
- * READ or WRITE that the memnode checks against the frames it gave us. */
-static int transfer(struct node *n, enum tp_rma_kind kind, uint32_t pfn, uint32_t count, void *local)
+ * READ or WRITE that the memnode checks against the frames it gave us.
+ * Starts it; op is done once it completed (during any later wait). */
+static int transfer_start(struct node *n, enum tp_rma_kind kind, uint32_t pfn, uint32_t count, void *local,
+			  struct tp_op *op)
 {
 	struct proto_msg m = { .type = kind == TP_GET ? PROTO_READ : PROTO_WRITE };
-	struct tp_op op = { 0 };
 	int err;
 
+	*op = (struct tp_op){ 0 };
 	if (n->fail_err)
 		return n->fail_err;
 	if (!count || (uint64_t)pfn + count > n->pool_frames || count > PROTO_MAX_RW_FRAMES)
 		return -ERANGE;
 	if (n->rkey_len) {
-		err = tp_rma(n->ep, kind, local, count * FRAME_SIZE, n->base + pfn * FRAME_SIZE, &op);
+		err = tp_rma(n->ep, kind, local, count * FRAME_SIZE, n->base + pfn * FRAME_SIZE, op);
 	} else {
 		m.u.rw.pfn = pfn;
 		m.u.rw.count = count;
-		err = send_with_credit_bulk(n, &m, kind == TP_PUT ? local : NULL, count * FRAME_SIZE, &op, local);
-	}
-	if (!err)
-		err = wait_for(n, NULL, &op);
-	if (!err)
-		err = op.status;
-	if (!err && n->rkey_len && kind == TP_PUT) { /* a put completes locally; a flush proves it landed */
-		err = tp_rma(n->ep, TP_FLUSH, NULL, 0, 0, &op);
-		if (!err)
-			err = wait_for(n, NULL, &op);
-		if (!err)
-			err = op.status;
+		err = send_with_credit_bulk(n, &m, kind == TP_PUT ? local : NULL, count * FRAME_SIZE, op, local);
 	}
 	if (err && err != -EPERM && err != -ERANGE)
 		node_fail(n, err);
 	return err;
+}
+
+static int transfer(struct node *n, enum tp_rma_kind kind, uint32_t pfn, uint32_t count, void *local)
+{
+	struct tp_op op;
+	int err = transfer_start(n, kind, pfn, count, local, &op);
+
+	return err ? err : transfer_finish(n, kind, &op);
 }
 
 int client_read(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst)
@@ -573,6 +592,33 @@ int client_write(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t c
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
 	err = transfer(n, TP_PUT, pfn, count, (void *)src);
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
+int client_write_start(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, const void *src,
+		       struct tp_op *op)
+{
+	struct node *n = get_node(c, node);
+	int err;
+
+	if (!n)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	err = transfer_start(n, TP_PUT, pfn, count, (void *)src, op);
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
+int client_write_wait(struct comex_client *c, unsigned node, struct tp_op *op)
+{
+	struct node *n = get_node(c, node);
+	int err;
+
+	if (!n)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	err = transfer_finish(n, TP_PUT, op);
 	pthread_mutex_unlock(&c->lock);
 	return err;
 }

@@ -10,6 +10,7 @@
 
 struct comex_client;
 struct options;
+struct tp_op;
 
 /* Reads memnode, token-file, replenish-*, release-batch, op-timeout,
  * client-spin from o. Fails (logged, naming the memnode) if any memnode
@@ -34,6 +35,12 @@ int client_read(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t co
 /* Copies src into count frames at pfn on node (one put) and returns once the
  * data is in the memnode's memory, so the local copy may be dropped. */
 int client_write(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, const void *src);
+/* client_write in two halves: the WRITE goes out now and src must stay
+ * unchanged until client_write_wait returned (its status, 0 or negative
+ * errno); op is the caller's and must live as long. */
+int client_write_start(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, const void *src,
+		       struct tp_op *op);
+int client_write_wait(struct comex_client *c, unsigned node, struct tp_op *op);
 
 struct client_node_stats {
 	uint16_t nid;                  /* the memnode's own id */

@@ -456,7 +456,7 @@ static void fault_missing(uint64_t idx, bool write)
 		zero_fill(idx, t0);
 		return;
 	case PTE_WBUF:
-		src = wbuf_find(P.wb[pte_node(e)], idx, true);
+		src = reclaim_wbuf_take(pte_node(e), idx);
 		if (!src)
 			pager_die("internal error: page missing from its write buffer", (uintptr_t)page_addr(idx), -EIO);
 		install(idx, src, false, 0, 0);

@@ -127,8 +127,12 @@ int pager_init(const struct pager_config *cfg)
 	P.nnodes = client_nodes(cfg->client);
 	if (P.nnodes > MAX_NODES)
 		P.nnodes = MAX_NODES;
+	/* write-behind: two write buffers per node, half the pages each, so
+	 * that one fills while the other's write is in flight (reclaim.c) */
+	bool two = cfg->write_behind && cfg->wbuf_pages >= 2;
 	for (unsigned n = 0; n < P.nnodes; n++)
-		if ((err = wbuf_create(cfg->wbuf_pages, cfg->flush_run, &P.wb[n])))
+		if ((err = wbuf_create(two ? cfg->wbuf_pages / 2 : cfg->wbuf_pages, cfg->flush_run, &P.wb[n])) ||
+		    (two && (err = wbuf_create(cfg->wbuf_pages / 2, cfg->flush_run, &P.wb_out[n]))))
 			return err;
 	P.preferred = placement_preferred(placement_local_nid(), (uint32_t)getpid(), P.nnodes);
 	P.memfd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
@@ -183,7 +187,7 @@ static void forget(uint64_t lo, uint64_t hi, unsigned to)
 			res--;
 			break;
 		case PTE_WBUF:
-			wbuf_find(P.wb[pte_node(e)], i, true);
+			reclaim_wbuf_take(pte_node(e), i);
 			break;
 		}
 		if (pte_state(e) != PTE_FREE && pte_state(e) != PTE_EMPTY)

@@ -21,6 +21,7 @@ struct pager_config {
 	uint64_t budget_pages;    /* resident program pages allowed */
 	uint32_t prefetch, rbuf_pages, wbuf_pages, flush_run, evict_batch, zero_window;
 	bool clock, prefetch_map, adaptive, keep_frames;
+	bool write_behind;        /* two write buffers per node, one written while the other fills */
 	bool async;               /* descriptor has WP_ASYNC and MOVE: writes to clean pages never fault */
 	bool reclaimer;           /* evict on the reclaimer thread between watermarks */
 	uint64_t spin_ns;

@@ -17,6 +17,7 @@
 #include "pagesum.h"
 #include "pte.h"
 #include "stats.h"
+#include "transport.h"
 
 #define MAX_NODES STATS_MAX_NODES
 #define MAX_BATCH 256 /* pages one eviction batch handles (PAGEMAP_MAX_PAGES) */
@@ -29,7 +30,10 @@ struct pager {
 	pagesum_t *sum;               /* per page: hash of its remote copy, valid while it has a frame */
 	struct ranges *ranges;        /* the mmap area: [heap_pages, npages) */
 	struct rbuf *rb;
-	struct wbuf *wb[MAX_NODES];
+	struct wbuf *wb[MAX_NODES];     /* per node: the write buffer filling */
+	struct wbuf *wb_out[MAX_NODES]; /* and the one whose write is in flight (NULL: one buffer) */
+	struct tp_op wb_op[MAX_NODES];  /* that write */
+	bool wb_busy[MAX_NODES];        /* a write is in flight */
 	struct evict *ev;
 	struct prefetch *pf;
 	unsigned nnodes, preferred;
@@ -83,5 +87,8 @@ void reclaim_make_room(uint64_t k);
 void reclaim_poke(void);
 /* Writes every write buffer out (mremap needs no page parked there). */
 void reclaim_flush_all(void);
+/* The write-buffered copy of page idx, cancelled there (its frame goes back
+ * once the write is retired), or NULL. */
+void *reclaim_wbuf_take(unsigned node, uint64_t idx);
 
 #endif

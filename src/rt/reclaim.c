@@ -26,6 +26,7 @@
 #include "pager_impl.h"
 #include "placement.h"
 #include "rtmem.h"
+#include "transport.h"
 #include "uffd.h"
 #include "wbuf.h"
 
@@ -64,20 +65,14 @@ static int take_frame(unsigned *node_out, uint32_t *pfn_out)
 	return -ENOSPC;
 }
 
-static void flush(unsigned node)
+/* The pages of a write the memnode confirmed become remote; cancelled ones
+ * (faulted back or discarded meanwhile) give their frame back. */
+static void retire(unsigned node, struct wbuf *wb)
 {
-	struct wbuf *wb = P.wb[node];
 	uint32_t pfn, count;
 	const void *data;
-	int err;
 
 	wbuf_run(wb, &pfn, &count, &data);
-	if (!count)
-		return;
-	err = client_write(P.c.client, node, pfn, count, data);
-	if (err)
-		pager_die("a memnode failed while taking evicted pages that exist nowhere else",
-			  (uintptr_t)data, err);
 	for (uint32_t i = 0; i < count; i++) {
 		uint64_t idx;
 		bool cancelled;
@@ -94,10 +89,67 @@ static void flush(unsigned node)
 	STAT_ADD(P.c.stats, remote_writes, 1);
 }
 
+static void write_failed(const void *data, int err)
+{
+	pager_die("a memnode failed while taking evicted pages that exist nowhere else", (uintptr_t)data, err);
+}
+
+/* Waits for node's write in flight, if any, and retires its pages. */
+static void settle(unsigned node)
+{
+	int err;
+
+	if (!P.wb_busy[node])
+		return;
+	err = client_write_wait(P.c.client, node, &P.wb_op[node]);
+	if (err)
+		write_failed(P.wb_out[node], err);
+	P.wb_busy[node] = false;
+	retire(node, P.wb_out[node]);
+}
+
+/* Write-back overlaps eviction (issue 9 item 3): a node's full buffer goes
+ * out while the other one fills, and its pages stay readable there
+ * (PTE_WBUF) until the memnode confirmed them. The write before must be
+ * confirmed first; with one buffer (write-buffer of 1 page) it is written
+ * synchronously. */
+static void flush(unsigned node)
+{
+	struct wbuf *wb = P.wb[node];
+	uint32_t pfn, count;
+	const void *data;
+	int err;
+
+	wbuf_run(wb, &pfn, &count, &data);
+	if (!count)
+		return;
+	if (!P.wb_out[node]) {
+		if ((err = client_write(P.c.client, node, pfn, count, data)))
+			write_failed(data, err);
+		retire(node, wb);
+		return;
+	}
+	settle(node);
+	P.wb[node] = P.wb_out[node];
+	P.wb_out[node] = wb;
+	if ((err = client_write_start(P.c.client, node, pfn, count, data, &P.wb_op[node])))
+		write_failed(data, err);
+	P.wb_busy[node] = true;
+}
+
 void reclaim_flush_all(void)
 {
-	for (unsigned n = 0; n < P.nnodes; n++)
+	for (unsigned n = 0; n < P.nnodes; n++) {
 		flush(n);
+		settle(n);
+	}
+}
+
+void *reclaim_wbuf_take(unsigned node, uint64_t idx)
+{
+	void *src = wbuf_find(P.wb[node], idx, true);
+
+	return src || !P.wb_out[node] ? src : wbuf_find(P.wb_out[node], idx, true);
 }
 
 /* ---- victims ---- */

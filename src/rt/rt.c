@@ -203,6 +203,7 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 		.prefetch_map = opt_num(&opts, OPT_PREFETCH_MAP),
 		.adaptive = !strcmp(prefetch, "adaptive"),
 		.keep_frames = opt_num(&opts, OPT_KEEP_FRAMES),
+		.write_behind = opt_num(&opts, OPT_WRITE_BEHIND),
 		.reclaimer = opt_num(&opts, OPT_RECLAIMER),
 		.spin_ns = opt_num(&opts, OPT_HANDLER_SPIN),
 		.wedge_after = wedge ? strtoull(wedge, NULL, 10) : 0,
