@@ -61,7 +61,7 @@ QUICK = {"size_mib": 16, "passes": 1, "write_pct": 10, "seed": 1, "runs": 1}
 PATTERNS = ("seq", "rand", "stride")
 LEVELS = ("fits", "100", "50", "25")
 DEFAULT_LEVELS = ("fits", "50", "25")
-VARIANTS = ("policy", "spin")
+VARIANTS = ("policy", "spin", "writebehind")
 PAGE = 4096
 STRIDE = 16                          # pager_bench --pattern stride default
 FAULT_NS = 2000                      # a timed touch slower than this is a fault
@@ -91,14 +91,16 @@ class Config:
     level: str | None = None         # None: native; "fits"; or a percentage of native peak RSS
     policy: str = "clock"
     spin: str = DEFAULT_SPIN
-    group: str = "level"             # which table it belongs to: level, policy, spin
+    group: str = "level"             # which table it belongs to: level, policy, spin, writebehind
+    extra: tuple = ()                # further comex run flags
 
     @property
     def native(self):
         return self.level is None
 
     def flags(self, local_mem):
-        return [f"--local-mem={local_mem}", f"--evict-policy={self.policy}", f"--handler-spin={self.spin}"]
+        return [f"--local-mem={local_mem}", f"--evict-policy={self.policy}", f"--handler-spin={self.spin}",
+                *self.extra]
 
     def describe(self):
         d = dataclasses.asdict(self)
@@ -113,6 +115,8 @@ VARIANT_CONFIGS = {
                Config("25% fifo", "25", policy="fifo", group="policy")],
     "spin": [Config("25% spin 0", "25", spin="0", group="spin"),
              Config("25% spin 200us", "25", spin="200us", group="spin")],
+    "writebehind": [Config("50% write-behind off", "50", extra=("--write-behind=false",), group="writebehind"),
+                    Config("25% write-behind off", "25", extra=("--write-behind=false",), group="writebehind")],
 }
 NATIVE = Config("native")
 
@@ -530,6 +534,9 @@ def variant_sections(results):
         s.append(f"## Eviction policy: clock vs fifo\n\n{variant_table(results, 'policy', ('50%', '25%'))}\n")
     if "spin" in groups:
         s.append(f"## Fault handler spin: 0 / 50 µs / 200 µs\n\n{variant_table(results, 'spin', ('25%',))}\n")
+    if "writebehind" in groups:
+        s.append("## Write-behind on (default) / off (P26)\n\n"
+                 f"{variant_table(results, 'writebehind', ('50%', '25%'))}\n")
     return "\n".join(s)
 
 
