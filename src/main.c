@@ -8,10 +8,13 @@
 
 #include "auth.h"
 #include "check.h"
+#include "exporter.h"
 #include "log.h"
 #include "memnode.h"
 #include "options.h"
 #include "run.h"
+#include "status.h"
+#include "top.h"
 
 #define COMEX_VERSION "0.1.0"
 
@@ -93,6 +96,9 @@ static void usage(FILE *f)
 		   "usage: comex COMMAND [OPTIONS]\n\n"
 		   "  run -- PROG    run PROG with its memory paged to memnodes (comex run --help)\n"
 		   "  stats PID      live pager counters of a program under comex run\n"
+		   "  top [PID]      live view of the programs under comex on this host [--once]\n"
+		   "  status         one line per memnode: pool, used, clients, requests/s [--json]\n"
+		   "  exporter       serve this host's program counters to Prometheus [--listen]\n"
 		   "  memnode        contribute memory to the pool (comex memnode --help)\n"
 		   "  check [PAGES]  write, read back and verify pages on every --memnode\n"
 		   "  token FILE     create a cluster token file\n"
@@ -104,7 +110,8 @@ int main(int argc, char **argv)
 {
 	static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
 		{ "memnode", cmd_memnode }, { "check", cmd_check }, { "token", cmd_token }, { "help-options", cmd_help_options },
-		{ "run", cmd_run }, { "stats", cmd_stats },
+		{ "run", cmd_run }, { "stats", cmd_stats }, { "top", top_main }, { "status", status_main },
+		{ "exporter", exporter_main },
 	};
 
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
