@@ -8,8 +8,10 @@
 
 #include "auth.h"
 #include "check.h"
+#include "commands.h"
 #include "exporter.h"
 #include "log.h"
+#include "manpage.h"
 #include "memnode.h"
 #include "options.h"
 #include "run.h"
@@ -85,6 +87,8 @@ static int cmd_help_options(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--markdown"))
 		options_markdown(stdout);
+	else if (argc > 2 && !strcmp(argv[1], "--man"))
+		return manpage_write(stdout, argv[2], COMEX_VERSION) ? 2 : 0;
 	else
 		options_help(stdout, SC_ALL);
 	return 0;
@@ -92,18 +96,10 @@ static int cmd_help_options(int argc, char **argv)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "comex %s: cooperative memory expansion\n\n"
-		   "usage: comex COMMAND [OPTIONS]\n\n"
-		   "  run -- PROG    run PROG with its memory paged to memnodes (comex run --help)\n"
-		   "  stats PID      live pager counters of a program under comex run\n"
-		   "  top [PID]      live view of the programs under comex on this host [--once]\n"
-		   "  status         one line per memnode: pool, used, clients, requests/s [--json]\n"
-		   "  exporter       serve this host's program counters to Prometheus [--listen]\n"
-		   "  memnode        contribute memory to the pool (comex memnode --help)\n"
-		   "  check [PAGES]  write, read back and verify pages on every --memnode\n"
-		   "  token FILE     create a cluster token file\n"
-		   "  help-options   list every option [--markdown]\n"
-		   "  version        print the version\n", COMEX_VERSION);
+	fprintf(f, "comex %s: cooperative memory expansion\n\nusage: comex COMMAND [OPTIONS]\n\n", COMEX_VERSION);
+#define X(name, args, summary) fprintf(f, "  %-13s %s\n  %13s %s\n", name, args, "", summary);
+	COMEX_COMMANDS(X)
+#undef X
 }
 
 int main(int argc, char **argv)
