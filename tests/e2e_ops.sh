@@ -20,25 +20,19 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; for f in "$dir"/*.log; do echo "== $f"; tail -20 "$f"; done; exit 1; }
-# Waits until FILE holds "(port N)" and prints N (readiness, not timing).
-port_of() {
-  local f=$1 p=$2 port
+# Waits until log FILE of process PID holds PATTERN (ending in the port
+# number) and prints the number (readiness, not timing).
+port_in() {
+  local f=$1 p=$2 pat=$3 port
   while :; do
-    port=$(grep -o '(port [0-9]*)' "$f" 2>/dev/null | head -1 | tr -dc 0-9)
+    port=$(grep -o "$pat" "$f" 2>/dev/null | head -1 | tr -dc 0-9)
     [ -n "$port" ] && { echo "$port"; return 0; }
     kill -0 "$p" 2>/dev/null || return 1
     sleep 0.05
   done
 }
-memnode_port() {
-  local f=$1 p=$2 port
-  while :; do
-    port=$(grep -o 'on port [0-9]*' "$f" 2>/dev/null | head -1 | tr -dc 0-9)
-    [ -n "$port" ] && { echo "$port"; return 0; }
-    kill -0 "$p" 2>/dev/null || return 1
-    sleep 0.05
-  done
-}
+port_of() { port_in "$1" "$2" '(port [0-9]*)'; }
+memnode_port() { port_in "$1" "$2" 'on port [0-9]*'; }
 
 "$bin" token "$dir/tok" >/dev/null || fail "token"
 "$bin" memnode --listen 127.0.0.1:0 --pool 256M --token-file "$dir/tok" --idle-spin 0 \
