@@ -52,7 +52,7 @@ static int build_samples(struct proto_msg *s)
 	s[n++] = MSG(PROTO_FREE, 9, .free = { PROTO_FREE_MAX_RANGES, ranges, NULL });
 	s[n++] = MSG(PROTO_FREED, 10, .freed = { 123456 });
 	s[n++] = MSG(PROTO_STATS, 11, .alloc = { 0 });
-	s[n++] = MSG(PROTO_STATS_REPLY, 12, .stats = { 1, 2, 3, UINT64_MAX, 5, 6, 7, -1 });
+	s[n++] = MSG(PROTO_STATS_REPLY, 12, .stats = { 1, 2, 3, UINT64_MAX, 5, 6, 7, -1, 0, 0, 0, 0, NULL, NULL });
 	s[n++] = MSG(PROTO_STATS_REPLY, 12, .stats = { 1, 2, 3, 4, 5, 6, 7, 8, UINT64_MAX, 1234, PROTO_STATS_DRAINING,
 						       PROTO_STATS_MAX_CLIENTS, usage, NULL });
 	s[n++] = MSG(PROTO_BYE, 13, .alloc = { 0 });
@@ -456,7 +456,7 @@ static void test_random(void)
 		MSG(PROTO_FREE, 6, .free = { 3, r, NULL }),
 		MSG(PROTO_FREED, 7, .freed = { 9 }),
 		MSG(PROTO_STATS, 8, .alloc = { 0 }),
-		MSG(PROTO_STATS_REPLY, 9, .stats = { 1, 2, 3, 4, 5, 6, 7, 8 }),
+		MSG(PROTO_STATS_REPLY, 9, .stats = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0, NULL, NULL }),
 		MSG(PROTO_BYE, 10, .alloc = { 0 }),
 		MSG(PROTO_GOODBYE, 11, .alloc = { 0 }),
 		MSG(PROTO_ERROR, 12, .error = { EIO, 5, "oops!" }),
