@@ -91,8 +91,11 @@ static void on_recv(void *arg, struct tp_ep *ep, void *user, const void *msg, si
 
 static void on_error(void *arg, struct tp_ep *ep, void *user, int err)
 {
+	char why[160];
+
 	(void)arg, (void)ep;
-	fail(user, err, strerror(-err));
+	snprintf(why, sizeof(why), "connection failed: %s", strerror(-err));
+	fail(user, err, why);
 }
 
 static bool settled(void *arg)
@@ -132,7 +135,7 @@ static void connect_and_sample(struct status *st, struct probe *p)
 	int err = tp_connect(st->tp, p->addr, p, &p->ep);
 
 	if (err) {
-		fail(p, err, strerror(-err));
+		fail(p, err, "cannot connect");
 		return;
 	}
 	hello.u.hello.client_id = st->client_id;
