@@ -33,7 +33,7 @@ struct probe {
 	struct tp_ep *ep;
 	uint64_t seq;
 	uint8_t want;        /* reply type awaited; 0: none */
-	bool got;
+	bool got, done;      /* done: numbers in, connection closed by us */
 	int err;             /* 0, or why the node counts as failed */
 	char why[160];
 	uint16_t nid;
@@ -54,7 +54,7 @@ struct status {
 
 static void fail(struct probe *p, int err, const char *why)
 {
-	if (p->err)
+	if (p->err || p->done) /* the first reason; and none after GOODBYE */
 		return;
 	p->err = err ? err : -EPROTO;
 	snprintf(p->why, sizeof(p->why), "%s", why);
@@ -153,6 +153,7 @@ static void second_sample_and_bye(struct status *st, struct probe *p)
 		ask(st, p, &stats, PROTO_STATS_REPLY);
 	if (!p->err && ask(st, p, &bye, PROTO_GOODBYE))
 		p->err = 0; /* the numbers are in; a lost GOODBYE does not make the node failed */
+	p->done = !p->err;
 	if (p->ep)
 		tp_close(p->ep);
 	p->ep = NULL;
