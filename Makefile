@@ -4,7 +4,9 @@ SAN_BUILD  ?= build-san
 PREFIX     ?= /usr/local
 CMAKE_GEN  := -G Ninja
 
-.PHONY: all deps build test test-fast test-san demo install bench bench-eval bench-smoke clean
+DEB_BUILD  ?= build-deb
+
+.PHONY: all deps build test test-fast test-san demo install deb bench bench-eval bench-smoke clean
 
 all: build
 
@@ -32,6 +34,12 @@ demo: build
 install: build
 	cmake --install $(BUILD)
 
+# A Debian package (prefix /usr) in $(DEB_BUILD)/comex_VERSION_ARCH.deb.
+deb: deps
+	@cmake -S . -B $(DEB_BUILD) $(CMAKE_GEN) -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(DEB_BUILD) --target comex comex-rt man
+	cd $(DEB_BUILD) && cpack -G DEB
+
 bench: build
 	python3 bench/transport.py --build $(BUILD)
 	python3 bench/pager.py --build $(BUILD)
@@ -47,4 +55,4 @@ bench-smoke: build
 	  --sizes mt=48,python=64 --fractions 90
 
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD) $(DEB_BUILD)

@@ -8,10 +8,15 @@
 
 #include "auth.h"
 #include "check.h"
+#include "commands.h"
+#include "exporter.h"
 #include "log.h"
+#include "manpage.h"
 #include "memnode.h"
 #include "options.h"
 #include "run.h"
+#include "status.h"
+#include "top.h"
 
 #define COMEX_VERSION "0.1.0"
 
@@ -82,6 +87,8 @@ static int cmd_help_options(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--markdown"))
 		options_markdown(stdout);
+	else if (argc > 2 && !strcmp(argv[1], "--man"))
+		return manpage_write(stdout, argv[2], COMEX_VERSION) ? 2 : 0;
 	else
 		options_help(stdout, SC_ALL);
 	return 0;
@@ -89,22 +96,18 @@ static int cmd_help_options(int argc, char **argv)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "comex %s: cooperative memory expansion\n\n"
-		   "usage: comex COMMAND [OPTIONS]\n\n"
-		   "  run -- PROG    run PROG with its memory paged to memnodes (comex run --help)\n"
-		   "  stats PID      live pager counters of a program under comex run\n"
-		   "  memnode        contribute memory to the pool (comex memnode --help)\n"
-		   "  check [PAGES]  write, read back and verify pages on every --memnode\n"
-		   "  token FILE     create a cluster token file\n"
-		   "  help-options   list every option [--markdown]\n"
-		   "  version        print the version\n", COMEX_VERSION);
+	fprintf(f, "comex %s: cooperative memory expansion\n\nusage: comex COMMAND [OPTIONS]\n\n", COMEX_VERSION);
+#define X(name, args, summary) fprintf(f, "  %-13s %s\n  %13s %s\n", name, args, "", summary);
+	COMEX_COMMANDS(X)
+#undef X
 }
 
 int main(int argc, char **argv)
 {
 	static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
 		{ "memnode", cmd_memnode }, { "check", cmd_check }, { "token", cmd_token }, { "help-options", cmd_help_options },
-		{ "run", cmd_run }, { "stats", cmd_stats },
+		{ "run", cmd_run }, { "stats", cmd_stats }, { "top", top_main }, { "status", status_main },
+		{ "exporter", exporter_main },
 	};
 
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {

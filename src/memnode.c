@@ -17,6 +17,7 @@
 
 #include "auth.h"
 #include "log.h"
+#include "memnode_metrics.h"
 #include "options.h"
 #include "proto.h"
 #include "serve.h"
@@ -445,6 +446,7 @@ int memnode_main(const struct options *o)
 	struct serve_config sc;
 	uint64_t bytes = opt_num(o, OPT_POOL) & ~(FRAME_SIZE - 1), max = opt_num(o, OPT_POOL_MAX);
 	struct pool pool = { .lock = opt_num(o, OPT_MLOCK) };
+	struct http_metrics *metrics = NULL;
 	uint64_t spin = opt_num(o, OPT_IDLE_SPIN);
 	bool use_token, rma = !strcmp(opt_str(o, OPT_DATA_PATH), "rma");
 	int err;
@@ -497,6 +499,9 @@ int memnode_main(const struct options *o)
 	err = serve_create(&sc, &m.serve);
 	if (err)
 		goto cleanup_tp;
+	if (*opt_str(o, OPT_METRICS_LISTEN) &&
+	    (err = memnode_metrics_start(opt_str(o, OPT_METRICS_LISTEN), m.serve, sc.nid, &metrics)))
+		goto cleanup_serve;
 	if (spin && !claim_spin_core()) {
 		log_info("every polling core is claimed by another memnode; sleeping between requests");
 		spin = 0;
@@ -511,8 +516,10 @@ int memnode_main(const struct options *o)
 		 rma ? "one-sided rma" : "validated");
 	err = event_loop(&m, spin);
 	reap(&m, true);
-	serve_destroy(m.serve);
+	memnode_metrics_stop(metrics);
 	log_info("stopped");
+cleanup_serve:
+	serve_destroy(m.serve);
 cleanup_tp:
 	tp_destroy(m.tp);
 cleanup_pool:

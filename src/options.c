@@ -379,6 +379,14 @@ int opt_list_item(const struct options *o, enum opt_id id, unsigned i, char *buf
 	return 0;
 }
 
+void options_doc(enum opt_id id, struct opt_doc *out)
+{
+	const struct opt_def *d = &defs[id];
+
+	*out = (struct opt_doc){ .name = d->name, .def = d->def, .unit = d->unit, .doc = d->doc, .scope = d->scope };
+	env_name(d->name, out->env, sizeof(out->env));
+}
+
 void options_help(FILE *f, unsigned scope)
 {
 	fprintf(f, "Options (also read from the config file as 'name = value' and from COMEX_NAME):\n");

@@ -47,6 +47,10 @@ int opt_list_item(const struct options *o, enum opt_id id, unsigned i, char *buf
 /* "4096", "64K", "512M", "4G" into bytes; -EINVAL/-ERANGE otherwise. */
 int options_parse_size(const char *text, uint64_t *out);
 
+/* One row of the table, for generated documentation (manpage.c). */
+struct opt_doc { const char *name, *def, *unit, *doc; unsigned scope; char env[64]; };
+void options_doc(enum opt_id id, struct opt_doc *out);
+
 void options_help(FILE *f, unsigned scope);  /* --help text */
 void options_markdown(FILE *f);              /* docs/OPTIONS.md */
 

@@ -7,6 +7,7 @@ OPT(CONFIG,            "config",             OPT_STR,  "",                "path"
 OPT(LOG_LEVEL,         "log-level",          OPT_UINT, "2",               "0-3",      SC_ALL,          "0 errors, 1 warnings, 2 info, 3 debug")
 OPT(TOKEN_FILE,        "token-file",         OPT_STR,  "",                "path",     SC_MEMNODE|SC_CLIENT|SC_RUN, "file (mode 0600) holding the shared cluster secret; create one with 'comex token FILE'")
 OPT(LISTEN,            "listen",             OPT_STR,  "127.0.0.1:7300",  "HOST:PORT", SC_MEMNODE,     "address the memnode accepts clients on")
+OPT(METRICS_LISTEN,    "metrics-listen",     OPT_STR,  "",                "HOST:PORT", SC_MEMNODE,     "serve the memnode's counters in the Prometheus text format on http://HOST:PORT/metrics; empty: no metrics endpoint")
 OPT(POOL,              "pool",               OPT_SIZE, "1G",              "bytes",    SC_MEMNODE,      "memory the memnode contributes; allocated, populated and locked at start")
 OPT(POOL_MAX,          "pool-max",           OPT_SIZE, "0",               "bytes",    SC_MEMNODE,      "above pool: the pool grows on demand up to this size, in steps populated and locked when clients need frames, while the host has memory to spare (MemAvailable and the cgroup limit, less a reserve of 1/32 of the cgroup limit or RAM, 32 MiB to 1 GiB); then ALLOCs get NACK. 0: the pool is fixed")
 OPT(NID,               "nid",                OPT_UINT, "0",               "0-65535",  SC_MEMNODE,      "this memnode's 16-bit node id reported to clients; 0 derives one from the listen port")

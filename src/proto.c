@@ -113,6 +113,22 @@ static void f_ranges(struct cur *c, struct proto_msg *m)
 	}
 }
 
+static void f_usage(struct cur *c, struct proto_msg *m)
+{
+	uint32_t n = m->u.stats.nusage;
+
+	if (!c->wr) {
+		m->u.stats.usage = NULL;
+		f_bytes(c, &m->u.stats.raw, (size_t)n * 16);
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct proto_usage u = proto_stats_usage(m, i);
+		f_u64(c, &u.client_id);
+		f_u64(c, &u.frames);
+	}
+}
+
 struct hdr {
 	uint16_t magic;
 	uint8_t version, type;
@@ -183,6 +199,11 @@ static void walk_body(struct cur *c, struct proto_msg *m)
 		f_u64(c, &m->u.stats.frees);
 		f_u32(c, &m->u.stats.clients);
 		f_i32(c, &m->u.stats.largest_free_order);
+		f_u64(c, &m->u.stats.requests);
+		f_u64(c, &m->u.stats.uptime_ms);
+		f_u32(c, &m->u.stats.flags);
+		f_u32(c, &m->u.stats.nusage);
+		f_usage(c, m);
 		break;
 	case PROTO_ERROR:
 		f_i32(c, &m->u.error.error);
@@ -212,7 +233,7 @@ static const struct shape shapes[PROTO_TYPE_MAX + 1] = {
 	[PROTO_FREE]        = { 4, 0, 4, 8, 1, PROTO_FREE_MAX_RANGES },
 	[PROTO_FREED]       = { 4, 0, 0, 0, 0, 0 },
 	[PROTO_STATS]       = { 0, 0, 0, 0, 0, 0 },
-	[PROTO_STATS_REPLY] = { 56, 0, 0, 0, 0, 0 },
+	[PROTO_STATS_REPLY] = { 80, 76, 4, 16, 0, PROTO_STATS_MAX_CLIENTS },
 	[PROTO_BYE]         = { 0, 0, 0, 0, 0, 0 },
 	[PROTO_GOODBYE]     = { 0, 0, 0, 0, 0, 0 },
 	[PROTO_ERROR]       = { 6, 4, 2, 1, 0, PROTO_MAX_TEXT },
@@ -226,6 +247,7 @@ static const struct shape shapes[PROTO_TYPE_MAX + 1] = {
  * anything within the field limits is encodable. */
 _Static_assert(PROTO_HDR_LEN + 4 + PROTO_FREE_MAX_RANGES * 8 <= PROTO_MAX_MSG, "FREE");
 _Static_assert(PROTO_HDR_LEN + 28 + PROTO_MAX_RKEY <= PROTO_MAX_MSG, "WELCOME");
+_Static_assert(PROTO_HDR_LEN + 80 + PROTO_STATS_MAX_CLIENTS * 16 <= PROTO_MAX_MSG, "STATS_REPLY");
 
 static bool type_known(unsigned type)
 {
@@ -244,6 +266,7 @@ static uint32_t var_count(const struct proto_msg *m)
 	case PROTO_WELCOME: return m->u.welcome.rkey_len;
 	case PROTO_FREE:    return m->u.free.nranges;
 	case PROTO_ERROR:   return m->u.error.text_len;
+	case PROTO_STATS_REPLY: return m->u.stats.nusage;
 	default:            return 0;
 	}
 }
@@ -377,6 +400,24 @@ struct proto_range proto_free_range(const struct proto_msg *m, uint32_t i)
 	f_u32(&c, &r.pfn);
 	f_u32(&c, &r.count);
 	return r;
+}
+
+/* As proto_free_range(), for the usage rows of a STATS_REPLY. */
+struct proto_usage proto_stats_usage(const struct proto_msg *m, uint32_t i)
+{
+	struct proto_usage u = { 0, 0 };
+	struct cur c = { .rd = m->u.stats.raw, .end = (size_t)m->u.stats.nusage * 16,
+			 .off = (size_t)i * 16 };
+
+	if (i >= m->u.stats.nusage)
+		return u;
+	if (m->u.stats.usage)
+		return m->u.stats.usage[i];
+	if (!m->u.stats.raw)
+		return u;
+	f_u64(&c, &u.client_id);
+	f_u64(&c, &u.frames);
+	return u;
 }
 
 const char *proto_type_name(unsigned type)

@@ -10,11 +10,14 @@
 #define PROTO_MAGIC 0x5843u       /* "CX" as little-endian bytes 0x43 0x58 */
 #define PROTO_VERSION 1u
 #define PROTO_HDR_LEN 16u
+#define PROTO_FRAME_SIZE 4096u   /* bytes in a frame, the unit of every PFN and count */
 #define PROTO_MAX_MSG 8192u       /* below UCX's eager limits on every transport */
 #define PROTO_MAX_TOKEN 256u
 #define PROTO_MAX_RKEY 4096u
 #define PROTO_MAX_TEXT 200u
 #define PROTO_FREE_MAX_RANGES 1000u /* 16 + 4 + 1000*8 = 8020 <= PROTO_MAX_MSG */
+#define PROTO_STATS_MAX_CLIENTS 256u /* per-client rows in a STATS_REPLY: 16 + 80 + 256*16 = 4192 */
+#define PROTO_STATS_DRAINING 1u      /* STATS_REPLY flags: the memnode is being drained */
 
 enum proto_type {
 	PROTO_HELLO = 1, PROTO_WELCOME, PROTO_ALLOC, PROTO_CHUNK, PROTO_NACK,
@@ -29,6 +32,7 @@ enum proto_type {
 #define PROTO_MAX_RW_FRAMES 1024u /* frames one READ or WRITE may move (4 MiB) */
 
 struct proto_range { uint32_t pfn, count; };
+struct proto_usage { uint64_t client_id, frames; }; /* one client's frames on a memnode */
 
 struct proto_msg {
 	uint8_t type;
@@ -57,6 +61,15 @@ struct proto_msg {
 			uint64_t allocs, nacks, frees;  /* since start, all clients */
 			uint32_t clients;
 			int32_t largest_free_order;
+			uint64_t requests;   /* since start, all clients, all types */
+			uint64_t uptime_ms;
+			uint32_t flags;      /* PROTO_STATS_* */
+			/* The first nusage connected clients and their frames; as for
+			 * FREE, encoding reads usage[] (or raw), decoding sets raw:
+			 * use proto_stats_usage(). */
+			uint32_t nusage;
+			const struct proto_usage *usage;
+			const uint8_t *raw;
 		} stats;
 		struct { int32_t error; uint16_t text_len; const char *text; } error; /* text not NUL-terminated */
 	} u;
@@ -73,6 +86,9 @@ int proto_decode(const void *buf, size_t len, struct proto_msg *out);
 
 /* Range i (< nranges) of a decoded FREE. */
 struct proto_range proto_free_range(const struct proto_msg *m, uint32_t i);
+
+/* Row i (< nusage) of a STATS_REPLY. */
+struct proto_usage proto_stats_usage(const struct proto_msg *m, uint32_t i);
 
 const char *proto_type_name(unsigned type);
 

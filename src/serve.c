@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "buddy.h"
 #include "log.h"
@@ -41,7 +42,13 @@ struct serve {
 	uint32_t next_id;         /* 0 once all ids have been used */
 	uint32_t nconns;
 	uint64_t allocs, nacks, frees, errors; /* frees counts frames of FREE requests */
-	struct conn conns[];      /* cfg.max_clients slots */
+	uint64_t requests, start_ns;
+	uint32_t flags;           /* PROTO_STATS_* reported by STATS (none set yet: drain would) */
+	/* serve_stats()'s copy, stored with relaxed atomics after every change,
+	 * so that another thread (the metrics server) may read it */
+	struct serve_stats pub;
+	struct proto_usage usage[PROTO_STATS_MAX_CLIENTS]; /* STATS_REPLY rows, referenced by the reply */
+	struct conn conns[];      /* cfg.max_clients slots */      /* cfg.max_clients slots */
 };
 
 /* One request being handled: handlers read m (NULL if undecodable) and fill
@@ -307,9 +314,47 @@ static int on_free(struct req *q)
 	return 0;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#define STORE(f, v) __atomic_store_n(&s->pub.f, (v), __ATOMIC_RELAXED)
+
+/* Copies the counters for serve_stats(); field by field, so a reader on
+ * another thread may mix two updates, never tear one counter. */
+static void publish(struct serve *s)
+{
+	struct buddy_stats bs;
+
+	buddy_stats(s->buddy, &bs);
+	STORE(pool_frames, bs.nframes);
+	STORE(free_frames, bs.free_frames);
+	STORE(allocs, s->allocs);
+	STORE(nacks, s->nacks);
+	STORE(frees, s->frees);
+	STORE(errors, s->errors);
+	STORE(requests, s->requests);
+	STORE(clients, s->nconns);
+}
+
+/* The per-client rows: authenticated connections in slot order. */
+static uint32_t fill_usage(struct serve *s)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < s->cfg.max_clients && n < PROTO_STATS_MAX_CLIENTS; i++)
+		if (s->conns[i].id && s->conns[i].authenticated)
+			s->usage[n++] = (struct proto_usage){ s->conns[i].client_id, s->conns[i].frames };
+	return n;
+}
+
 static int on_stats(struct req *q)
 {
-	const struct serve *s = q->s;
+	struct serve *s = q->s;
 	struct buddy_stats bs;
 
 	buddy_stats(s->buddy, &bs);
@@ -322,6 +367,11 @@ static int on_stats(struct req *q)
 	q->r->u.stats.frees = s->frees;
 	q->r->u.stats.clients = s->nconns;
 	q->r->u.stats.largest_free_order = bs.largest_free_order;
+	q->r->u.stats.requests = s->requests;
+	q->r->u.stats.uptime_ms = (mono_ns() - s->start_ns) / 1000000;
+	q->r->u.stats.flags = s->flags;
+	q->r->u.stats.nusage = fill_usage(s);
+	q->r->u.stats.usage = s->usage;
 	return 0;
 }
 
@@ -474,6 +524,7 @@ int serve_handle(struct serve *s, uint32_t conn, const void *req, size_t len, si
 	q.c = conn_find(s, conn);
 	if (!q.c)
 		return -ENOENT;
+	s->requests++;
 	if (reply_cap < PROTO_MAX_MSG) {
 		log_error("conn %u: reply buffer of %zu bytes, need %u", conn, reply_cap, PROTO_MAX_MSG);
 		return -EINVAL;
@@ -492,6 +543,7 @@ int serve_handle(struct serve *s, uint32_t conn, const void *req, size_t len, si
 	rc = encode_reply(&q, reply, reply_cap, reply_len);
 	if (r.type == PROTO_ERROR) /* including a reply that failed to encode */
 		*bulk = (struct serve_bulk){ 0 };
+	publish(s);
 	return rc ? rc : verdict;
 }
 
@@ -553,6 +605,8 @@ int serve_create(const struct serve_config *cfg, struct serve **out)
 			  s->cfg.max_frames);
 		goto free_rkey;
 	}
+	s->start_ns = mono_ns();
+	publish(s);
 	*out = s;
 	return 0;
 
@@ -590,6 +644,7 @@ int serve_connect(struct serve *s, uint32_t *conn_out)
 	*c = (struct conn){ .id = s->next_id };
 	s->next_id++;
 	s->nconns++;
+	publish(s);
 	*conn_out = c->id;
 	return 0;
 }
@@ -605,20 +660,17 @@ void serve_disconnect(struct serve *s, uint32_t conn)
 		 " requests refused", c->id, c->client_id, c->returned, c->refusals);
 	*c = (struct conn){ 0 };
 	s->nconns--;
+	publish(s);
 }
+
+#define LOAD(f) __atomic_load_n(&s->pub.f, __ATOMIC_RELAXED)
 
 void serve_stats(const struct serve *s, struct serve_stats *out)
 {
-	struct buddy_stats bs;
-
-	buddy_stats(s->buddy, &bs);
 	*out = (struct serve_stats){
-		.pool_frames = bs.nframes,
-		.free_frames = bs.free_frames,
-		.allocs = s->allocs,
-		.nacks = s->nacks,
-		.frees = s->frees,
-		.errors = s->errors,
-		.clients = s->nconns,
+		.pool_frames = LOAD(pool_frames), .free_frames = LOAD(free_frames),
+		.allocs = LOAD(allocs), .nacks = LOAD(nacks), .frees = LOAD(frees),
+		.errors = LOAD(errors), .requests = LOAD(requests), .clients = LOAD(clients),
+		.uptime_ns = mono_ns() - s->start_ns,
 	};
 }

@@ -61,9 +61,13 @@ int serve_handle(struct serve *s, uint32_t conn, const void *req, size_t len, si
 
 struct serve_stats {
 	uint64_t pool_frames, free_frames;
-	uint64_t allocs, nacks, frees, errors;
+	uint64_t allocs, nacks, frees, errors; /* frees: frames given back by FREE */
+	uint64_t requests;                     /* messages handled, all types */
+	uint64_t uptime_ns;
 	uint32_t clients;
 };
+/* A snapshot as of the last handled request or (dis)connection; the one
+ * serve function that may be called from another thread. */
 void serve_stats(const struct serve *s, struct serve_stats *out);
 
 #endif

@@ -17,6 +17,7 @@
 
 #include "cpuload.h"
 #include "log.h"
+#include "netaddr.h"
 
 #define TP_AM_ID 7      /* control message in the AM data */
 #define TP_AM_BULK_ID 8 /* message in the AM header, pages in the AM data */
@@ -319,40 +320,6 @@ void tp_destroy(struct tp *t)
 	free(t);
 }
 
-/* "HOST:PORT" or "[V6]:PORT" -> socket address. */
-static int resolve(const char *hostport, struct sockaddr_storage *ss, socklen_t *len)
-{
-	char host[256];
-	const char *colon = strrchr(hostport, ':');
-	const char *h = hostport;
-	size_t hlen;
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai;
-	int rc;
-
-	if (!colon || !colon[1]) {
-		log_error("address '%s' is not HOST:PORT", hostport);
-		return -EINVAL;
-	}
-	hlen = colon - hostport;
-	if (hlen >= 2 && h[0] == '[' && h[hlen - 1] == ']')
-		h++, hlen -= 2;
-	if (hlen >= sizeof(host)) {
-		log_error("address '%s': host name too long", hostport);
-		return -EINVAL;
-	}
-	memcpy(host, h, hlen);
-	host[hlen] = '\0';
-	rc = getaddrinfo(host, colon + 1, &hints, &ai);
-	if (rc) {
-		log_error("cannot resolve '%s': %s", hostport, gai_strerror(rc));
-		return -EHOSTUNREACH;
-	}
-	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
-	*len = ai->ai_addrlen;
-	freeaddrinfo(ai);
-	return 0;
-}
-
 static ucp_ep_params_t ep_params(struct tp_ep *e)
 {
 	return (ucp_ep_params_t){
@@ -439,7 +406,7 @@ int tp_listen(struct tp *t, const char *hostport, void *addr, size_t len, struct
 		.conn_handler = { .cb = on_conn_request, .arg = t },
 	};
 	ucs_status_t st;
-	int err = resolve(hostport, &ss, &sslen);
+	int err = netaddr_resolve(hostport, &ss, &sslen);
 
 	if (err)
 		return err;
@@ -462,7 +429,7 @@ int tp_connect(struct tp *t, const char *hostport, void *user, struct tp_ep **ou
 	struct tp_ep *e;
 	ucp_ep_params_t p;
 	ucs_status_t st;
-	int err = resolve(hostport, &ss, &sslen);
+	int err = netaddr_resolve(hostport, &ss, &sslen);
 
 	if (err)
 		return err;

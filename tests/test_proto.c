@@ -14,6 +14,7 @@
 static uint8_t token[PROTO_MAX_TOKEN], rkey[PROTO_MAX_RKEY + 1];
 static char text[PROTO_MAX_TEXT + 1];
 static struct proto_range ranges[PROTO_FREE_MAX_RANGES + 1];
+static struct proto_usage usage[PROTO_STATS_MAX_CLIENTS + 1];
 
 static void fill_inputs(void)
 {
@@ -25,6 +26,8 @@ static void fill_inputs(void)
 		text[i] = (char)('a' + i % 26);
 	for (uint32_t i = 0; i < PROTO_FREE_MAX_RANGES + 1; i++)
 		ranges[i] = (struct proto_range){ i * 1024, i % 1023 + 1 };
+	for (uint32_t i = 0; i < PROTO_STATS_MAX_CLIENTS + 1; i++)
+		usage[i] = (struct proto_usage){ 0x1000000000000001ull * (i + 1), (uint64_t)i << 33 };
 }
 
 #define MSG(t, s, ...) (struct proto_msg){ .type = (t), .seq = (s), .u = { __VA_ARGS__ } }
@@ -49,7 +52,9 @@ static int build_samples(struct proto_msg *s)
 	s[n++] = MSG(PROTO_FREE, 9, .free = { PROTO_FREE_MAX_RANGES, ranges, NULL });
 	s[n++] = MSG(PROTO_FREED, 10, .freed = { 123456 });
 	s[n++] = MSG(PROTO_STATS, 11, .alloc = { 0 });
-	s[n++] = MSG(PROTO_STATS_REPLY, 12, .stats = { 1, 2, 3, UINT64_MAX, 5, 6, 7, -1 });
+	s[n++] = MSG(PROTO_STATS_REPLY, 12, .stats = { 1, 2, 3, UINT64_MAX, 5, 6, 7, -1, 0, 0, 0, 0, NULL, NULL });
+	s[n++] = MSG(PROTO_STATS_REPLY, 12, .stats = { 1, 2, 3, 4, 5, 6, 7, 8, UINT64_MAX, 1234, PROTO_STATS_DRAINING,
+						       PROTO_STATS_MAX_CLIENTS, usage, NULL });
 	s[n++] = MSG(PROTO_BYE, 13, .alloc = { 0 });
 	s[n++] = MSG(PROTO_GOODBYE, 14, .alloc = { 0 });
 	s[n++] = MSG(PROTO_ERROR, 15, .error = { EPERM, 0, NULL });
@@ -73,6 +78,18 @@ static bool free_eq(const struct proto_msg *a, const struct proto_msg *b)
 	for (uint32_t i = 0; i < a->u.free.nranges; i++) {
 		struct proto_range x = proto_free_range(a, i), y = proto_free_range(b, i);
 		if (x.pfn != y.pfn || x.count != y.count)
+			return false;
+	}
+	return true;
+}
+
+static bool usage_eq(const struct proto_msg *a, const struct proto_msg *b)
+{
+	if (a->u.stats.nusage != b->u.stats.nusage)
+		return false;
+	for (uint32_t i = 0; i < a->u.stats.nusage; i++) {
+		struct proto_usage x = proto_stats_usage(a, i), y = proto_stats_usage(b, i);
+		if (x.client_id != y.client_id || x.frames != y.frames)
 			return false;
 	}
 	return true;
@@ -102,7 +119,8 @@ static bool msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 	case PROTO_STATS_REPLY:
 		return FEQ(stats.pool_frames) && FEQ(stats.free_frames) &&
 		       FEQ(stats.client_frames) && FEQ(stats.allocs) && FEQ(stats.nacks) &&
-		       FEQ(stats.frees) && FEQ(stats.clients) && FEQ(stats.largest_free_order);
+		       FEQ(stats.frees) && FEQ(stats.clients) && FEQ(stats.largest_free_order) &&
+		       FEQ(stats.requests) && FEQ(stats.uptime_ms) && FEQ(stats.flags) && usage_eq(a, b);
 	case PROTO_ERROR:
 		return FEQ(error.error) && FEQ(error.text_len) &&
 		       bytes_eq(a->u.error.text, b->u.error.text, a->u.error.text_len);
@@ -192,12 +210,32 @@ static void test_vectors(void)
 		0xff, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, /* seq */
 		0x1c, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, /* ENOSPC (28), -1 */
 	};
+	static const uint8_t stats_reply[] = {
+		0x43, 0x58, 0x01, 0x09, 0x70, 0x00, 0x00, 0x00, /* STATS_REPLY, length 112 */
+		0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* seq 3 */
+		0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* pool_frames 256 */
+		0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* free_frames 128 */
+		0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* client_frames 16 */
+		0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* allocs 2 */
+		0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* nacks 1 */
+		0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* frees 4 */
+		0x02, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00, /* clients 2, largest_free_order 7 */
+		0x39, 0x30, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* requests 12345 */
+		0xe8, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* uptime_ms 1000 */
+		0x01, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, /* flags DRAINING, nusage 1 */
+		0xef, 0xbe, 0xad, 0xde, 0x00, 0x00, 0x00, 0x00, /* client_id 0xdeadbeef */
+		0x70, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* frames 112 */
+	};
+	static const struct proto_usage u1 = { 0xdeadbeef, 112 };
 	struct proto_range r[2] = { { 0x10, 4 }, { 0xaabbccdd, 256 } };
 
 	check_vector(&MSG(PROTO_HELLO, 0x1122334455667788u,
 			  .hello = { 0x0102030405060708u, 3, (const uint8_t *)"abc" }),
 		     hello, sizeof(hello));
 	check_vector(&MSG(PROTO_FREE, 2, .free = { 2, r, NULL }), free_, sizeof(free_));
+	check_vector(&MSG(PROTO_STATS_REPLY, 3, .stats = { 256, 128, 16, 2, 1, 4, 2, 7, 12345, 1000,
+							   PROTO_STATS_DRAINING, 1, &u1, NULL }),
+		     stats_reply, sizeof(stats_reply));
 	CHECK(ENOSPC == 28);
 	check_vector(&MSG(PROTO_NACK, 0x80000000000000ffu, .nack = { ENOSPC, -1 }),
 		     nack, sizeof(nack));
@@ -276,6 +314,7 @@ static void test_encode_limits(void)
 		MSG(PROTO_FREE, 0, .free = { 1, &wrap2, NULL }),
 		MSG(PROTO_FREE, 0, .free = { 2, two, NULL }),
 		MSG(PROTO_FREE, 0, .free = { 1, NULL, NULL }),
+		MSG(PROTO_STATS_REPLY, 0, .stats = { .nusage = PROTO_STATS_MAX_CLIENTS + 1, .usage = usage }),
 		MSG(0, 0, .alloc = { 0 }),
 		MSG(PROTO_TYPE_MAX + 1, 0, .alloc = { 0 }),
 	};
@@ -327,6 +366,14 @@ static void test_decode_limits(void)
 	decode_fails(buf, len, -EBADMSG);
 	len = patch_count(PROTO_HDR_LEN + 4, 0, 4, 0, 0); /* nranges 0, nothing after */
 	decode_fails(buf, len, -EBADMSG);
+	m = MSG(PROTO_STATS_REPLY, 1, .stats = { .nusage = PROTO_STATS_MAX_CLIENTS, .usage = usage });
+	len = encode_ok(&m, buf);
+	CHECK(len == PROTO_HDR_LEN + 80 + PROTO_STATS_MAX_CLIENTS * 16);
+	CHECK(proto_decode(buf, len, &d) == 0 && d.u.stats.usage == NULL);
+	CHECK(proto_stats_usage(&d, 5).client_id == usage[5].client_id && proto_stats_usage(&d, 5).frames == usage[5].frames);
+	CHECK(proto_stats_usage(&d, PROTO_STATS_MAX_CLIENTS).frames == 0); /* out of range: empty */
+	decode_fails(buf, patch_count(len, 76, 4, PROTO_STATS_MAX_CLIENTS + 1, 16), -EBADMSG);
+	decode_fails(buf, patch_count(len, 76, 4, PROTO_STATS_MAX_CLIENTS - 1, 0), -EBADMSG); /* rows beyond nusage */
 
 	/* Bad ranges inside an otherwise well-formed FREE. */
 	m = MSG(PROTO_FREE, 1, .free = { 3, ranges, NULL });
@@ -409,7 +456,7 @@ static void test_random(void)
 		MSG(PROTO_FREE, 6, .free = { 3, r, NULL }),
 		MSG(PROTO_FREED, 7, .freed = { 9 }),
 		MSG(PROTO_STATS, 8, .alloc = { 0 }),
-		MSG(PROTO_STATS_REPLY, 9, .stats = { 1, 2, 3, 4, 5, 6, 7, 8 }),
+		MSG(PROTO_STATS_REPLY, 9, .stats = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0, NULL, NULL }),
 		MSG(PROTO_BYE, 10, .alloc = { 0 }),
 		MSG(PROTO_GOODBYE, 11, .alloc = { 0 }),
 		MSG(PROTO_ERROR, 12, .error = { EIO, 5, "oops!" }),

@@ -307,6 +307,32 @@ static void test_alloc_free(void)
 	serve_destroy(s);
 }
 
+/* STATS lists each authenticated client's frames and counts every request. */
+static void test_stats_usage(void)
+{
+	struct serve *s = make(POOL, 4, NULL);
+	struct cl a = login(s, ""), b = login(s, ""), anon = connect_cl(s);
+	struct serve_stats st;
+	struct proto_usage u0, u1;
+
+	alloc_ok(s, &a, 3);
+	alloc_ok(s, &b, 0);
+	CHECK(simple(s, &a, PROTO_STATS) == 0 && rep.type == PROTO_STATS_REPLY);
+	CHECK(rep.u.stats.clients == 3 && rep.u.stats.nusage == 2 && rep.u.stats.flags == 0);
+	CHECK(rep.u.stats.requests == 5); /* 2 HELLO, 2 ALLOC, this STATS */
+	u0 = proto_stats_usage(&rep, 0), u1 = proto_stats_usage(&rep, 1);
+	CHECK(u0.client_id == 0xc0ffee00u + a.conn && u0.frames == 8);
+	CHECK(u1.client_id == 0xc0ffee00u + b.conn && u1.frames == 1);
+	serve_stats(s, &st);
+	CHECK(st.requests == 5 && st.clients == 3 && st.free_frames == POOL - 9);
+	serve_disconnect(s, b.conn);
+	serve_disconnect(s, anon.conn);
+	CHECK(simple(s, &a, PROTO_STATS) == 0 && rep.u.stats.nusage == 1 && rep.u.stats.clients == 1);
+	serve_stats(s, &st);
+	CHECK(st.requests == 6 && st.clients == 1 && st.free_frames == POOL - 8);
+	serve_destroy(s);
+}
+
 static void nack_ok(struct serve *s, struct cl *c, uint32_t order, int32_t largest)
 {
 	CHECK(alloc(s, c, order) == 0);
@@ -688,6 +714,7 @@ int main(void)
 	test_auth();
 	test_no_token();
 	test_alloc_free();
+	test_stats_usage();
 	test_exhaustion();
 	test_grow();
 	test_ownership();

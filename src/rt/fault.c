@@ -472,7 +472,7 @@ static void fault_missing(uint64_t idx, bool write)
 		}
 		fetch_and_map(idx, write);
 		STAT_ADD(P.c.stats, faults_remote, 1);
-		STAT_ADD(P.c.stats, ns_remote, now_ns() - t0);
+		stats_remote_fault(P.c.stats, now_ns() - t0);
 		return;
 	default: /* resident already (another thread's fault served it) */
 		uffd_wake(P.c.uffd, page_addr(idx), PAGE_SIZE);

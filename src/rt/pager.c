@@ -84,8 +84,10 @@ void pager_became_resident(uint64_t idx, unsigned state, unsigned node, uint32_t
 
 void pager_release_frame(unsigned node, uint32_t pfn)
 {
-	if (!client_release(P.c.client, node, pfn, 1))
+	if (!client_release(P.c.client, node, pfn, 1)) {
 		STAT_ADD(P.c.stats, frames_released, 1);
+		__atomic_fetch_sub(&P.c.stats->frames_held[node], 1, __ATOMIC_RELAXED);
+	}
 }
 
 

@@ -58,6 +58,7 @@ static int take_frame(unsigned *node_out, uint32_t *pfn_out)
 		}
 		*node_out = n;
 		*pfn_out = P.cursor[n].pfn++;
+		STAT_ADD(P.c.stats, frames_held[n], 1);
 		P.cursor[n].left--;
 		return 0;
 	}

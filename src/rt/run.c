@@ -423,7 +423,7 @@ stop_memnode:
 int stats_main(int pid)
 {
 	const struct stats *s;
-	char buf[4096];
+	char buf[STATS_JSON_MAX];
 	int len;
 
 	if (stats_open(pid, &s)) {

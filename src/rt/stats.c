@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -47,19 +48,32 @@ int stats_create(struct stats **out)
 int stats_open(int pid, const struct stats **out)
 {
 	char path[64];
+	struct stat st;
+	void *p = MAP_FAILED;
 	int fd;
-	void *p;
 
 	shm_path(pid, path, sizeof(path));
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -ESRCH;
-	p = mmap(NULL, sizeof(struct stats), PROT_READ, MAP_SHARED, fd, 0);
+	/* a shorter file (another comex version, or one still being sized)
+	 * would fault past its end */
+	if (!fstat(fd, &st) && st.st_size >= (off_t)sizeof(struct stats))
+		p = mmap(NULL, sizeof(struct stats), PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
-	if (p == MAP_FAILED || ((const struct stats *)p)->magic != STATS_MAGIC)
+	if (p == MAP_FAILED)
 		return -ESRCH;
+	if (((const struct stats *)p)->magic != STATS_MAGIC) {
+		munmap(p, sizeof(struct stats));
+		return -ESRCH;
+	}
 	*out = p;
 	return 0;
+}
+
+void stats_close(const struct stats *s)
+{
+	munmap((void *)s, sizeof(*s));
 }
 
 void stats_unlink(int pid)
@@ -88,13 +102,17 @@ int stats_json(const struct stats *s, char *buf, size_t cap)
 	for (int i = 0; i < s->nodes && i < STATS_MAX_NODES; i++)
 		APPEND("%s\n    {\"addr\": \"%s\", \"frames_held\": %llu}", i ? "," : "",
 		       s->node_addr[i], (unsigned long long)s->frames_held[i]);
-	APPEND("\n  ]\n}\n");
+	APPEND("\n  ],\n  \"hist_remote_ns\": [");
+	for (int i = 0; i < STATS_HIST_BUCKETS; i++)
+		APPEND("%s%llu", i ? ", " : "",
+		       (unsigned long long)__atomic_load_n(&s->hist_remote_ns[i], __ATOMIC_RELAXED));
+	APPEND("]\n}\n");
 	return (int)len;
 }
 
 int stats_write_json(const struct stats *s, const char *path)
 {
-	char buf[4096], tmp[600];
+	char buf[STATS_JSON_MAX], tmp[600];
 	int len = stats_json(s, buf, sizeof(buf)), fd, err = 0;
 
 	if (len < 0)

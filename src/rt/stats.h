@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #define STATS_MAX_NODES 16
+#define STATS_HIST_BUCKETS 32
 
 /* Every counter, in JSON order: name (also the JSON key), unit. */
 #define STATS_COUNTERS(X) \
@@ -29,23 +30,46 @@ struct stats {
 #define X(name) uint64_t name;
 	STATS_COUNTERS(X)
 #undef X
-	uint64_t frames_held[STATS_MAX_NODES];
+	uint64_t frames_held[STATS_MAX_NODES]; /* frames our evicted pages occupy on each memnode */
 	char node_addr[STATS_MAX_NODES][64];
+	/* Remote-fault latency (fault to mapped page, ns): bucket i counts
+	 * latencies in [2^i, 2^(i+1)) ns, bucket 0 also 0 and 1 ns, the last
+	 * everything from 2^(STATS_HIST_BUCKETS-1) ns (2.1 s) up. */
+	uint64_t hist_remote_ns[STATS_HIST_BUCKETS];
 };
 
-#define STATS_MAGIC 0x3153544154535843ull /* "CXSTATS1" little-endian */
+#define STATS_MAGIC 0x3253544154535843ull /* "CXSTATS2" little-endian (1: no histogram) */
 
 /* Creates the shared file for this process; falls back to private memory
  * (logged) so that a missing /dev/shm never stops the program. */
 int stats_create(struct stats **out);
 /* Maps another process's counters read-only; -ESRCH if it has none. */
 int stats_open(int pid, const struct stats **out);
+void stats_close(const struct stats *s);
 void stats_unlink(int pid);
-/* Renders s as a JSON object into buf; returns the length or -ENOSPC. */
+/* Renders s as a JSON object into buf; returns the length or -ENOSPC.
+ * STATS_JSON_MAX always suffices. */
+#define STATS_JSON_MAX 8192
 int stats_json(const struct stats *s, char *buf, size_t cap);
 /* Writes the JSON to path atomically (temp file + rename). */
 int stats_write_json(const struct stats *s, const char *path);
 
 #define STAT_ADD(s, f, v) __atomic_fetch_add(&(s)->f, (v), __ATOMIC_RELAXED)
+
+/* log2 bucket of a latency in ns (see hist_remote_ns). */
+static inline unsigned stats_bucket(uint64_t ns)
+{
+	unsigned b = ns > 1 ? 63u - (unsigned)__builtin_clzll(ns) : 0;
+
+	return b < STATS_HIST_BUCKETS ? b : STATS_HIST_BUCKETS - 1;
+}
+
+/* A remote fault served in ns: its total time and its histogram bucket
+ * (two relaxed increments: no malloc, no lock, safe on the fault path). */
+static inline void stats_remote_fault(struct stats *s, uint64_t ns)
+{
+	STAT_ADD(s, ns_remote, ns);
+	STAT_ADD(s, hist_remote_ns[stats_bucket(ns)], 1);
+}
 
 #endif

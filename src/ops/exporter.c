@@ -1,0 +1,182 @@
+/* Families are written one at a time with every program's sample beneath
+ * (the format wants a family's samples together), labelled pid and command.
+ * Values come from one snapshot per scrape (programs.h). */
+#include "exporter.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_metrics.h"
+#include "log.h"
+#include "programs.h"
+
+#define EXPORTER_LISTEN "127.0.0.1:9730"
+
+#define FIELD(f) offsetof(struct stats, f)
+
+/* One sample per program: counter or gauge at offset off, times scale. */
+static const struct family {
+	const char *name, *type, *help;
+	size_t off;
+	double scale;
+} families[] = {
+	{ "comex_program_budget_bytes", "gauge", "Resident memory budget (local-mem).", FIELD(local_mem_bytes), 1 },
+	{ "comex_program_resident_bytes", "gauge", "Managed memory resident now.", FIELD(resident_bytes), 1 },
+	{ "comex_program_resident_peak_bytes", "gauge", "Highest resident managed memory.", FIELD(resident_peak_bytes), 1 },
+	{ "comex_program_managed_bytes", "gauge", "Address space the pager manages.", FIELD(managed_bytes), 1 },
+	{ "comex_program_read_bytes_total", "counter", "Bytes read from memnodes.", FIELD(bytes_read), 1 },
+	{ "comex_program_written_bytes_total", "counter", "Bytes written to memnodes.", FIELD(bytes_written), 1 },
+	{ "comex_program_remote_reads_total", "counter", "Read transfers from memnodes.", FIELD(remote_reads), 1 },
+	{ "comex_program_remote_writes_total", "counter", "Write transfers to memnodes.", FIELD(remote_writes), 1 },
+	{ "comex_program_evicted_pages_total", "counter", "Pages evicted from local memory.", FIELD(pages_evicted), 1 },
+	{ "comex_program_prefetch_mapped_pages_total", "counter", "Neighbour pages mapped by a remote read.", FIELD(pages_prefetch_mapped), 1 },
+	{ "comex_program_prefetch_hits_total", "counter", "Prefetched pages later used.", FIELD(prefetch_hits), 1 },
+	{ "comex_program_prefetch_wasted_total", "counter", "Prefetched pages evicted unused.", FIELD(prefetch_wasted), 1 },
+	{ "comex_program_direct_reclaims_total", "counter", "Faults that had to evict themselves.", FIELD(direct_reclaims), 1 },
+	{ "comex_program_budget_overshoots_total", "counter", "Times residency went over budget.", FIELD(budget_overshoots), 1 },
+};
+
+/* Faults by kind: count and time spent. */
+static const struct kind { const char *kind; size_t count, ns; } kinds[] = {
+	{ "zero", FIELD(faults_zero), FIELD(ns_zero) },
+	{ "wbuf", FIELD(faults_wbuf_hit), FIELD(ns_wbuf_hit) },
+	{ "rbuf", FIELD(faults_rbuf_hit), FIELD(ns_rbuf_hit) },
+	{ "remote", FIELD(faults_remote), FIELD(ns_remote) },
+	{ "wp", FIELD(faults_wp), 0 },
+	{ "spurious", FIELD(faults_spurious), 0 },
+};
+
+static double at(const struct stats *s, size_t off)
+{
+	return (double)*(const uint64_t *)((const char *)s + off);
+}
+
+/* pid="…",command="…" with the command escaped as the format requires. */
+static void labels(const struct program *p, const char *extra, char *buf, size_t cap)
+{
+	char comm[2 * sizeof(p->comm)];
+	size_t j = 0;
+
+	for (const char *c = p->comm; *c && j + 2 < sizeof(comm); c++) {
+		if (*c == '"' || *c == '\\')
+			comm[j++] = '\\';
+		comm[j++] = *c == '\n' ? ' ' : *c;
+	}
+	comm[j] = 0;
+	snprintf(buf, cap, "pid=\"%d\",command=\"%s\"%s%s", p->pid, comm, extra ? "," : "", extra ? extra : "");
+}
+
+static void write_histogram(FILE *f, const struct program *p)
+{
+	char l[256], le[48];
+	uint64_t cum = 0;
+
+	for (unsigned i = 0; i < STATS_HIST_BUCKETS; i++) {
+		cum += p->s.hist_remote_ns[i];
+		if (i + 1 < STATS_HIST_BUCKETS) /* bucket i ends at 2^(i+1) ns */
+			snprintf(le, sizeof(le), "le=\"%.9g\"", (double)(1ull << (i + 1)) / 1e9);
+		else
+			snprintf(le, sizeof(le), "le=\"+Inf\"");
+		labels(p, le, l, sizeof(l));
+		prom_sample(f, "comex_program_remote_fault_seconds_bucket", l, (double)cum);
+	}
+	labels(p, NULL, l, sizeof(l));
+	prom_sample(f, "comex_program_remote_fault_seconds_sum", l, p->s.ns_remote / 1e9);
+	/* the buckets' total, not faults_remote: a separate counter that a
+	 * scrape may see one increment apart */
+	prom_sample(f, "comex_program_remote_fault_seconds_count", l, (double)cum);
+}
+
+static void write_memnodes(FILE *f, const struct program *p)
+{
+	char l[256], node[96];
+
+	for (int i = 0; i < p->s.nodes && i < STATS_MAX_NODES; i++) {
+		snprintf(node, sizeof(node), "memnode=\"%.63s\"", p->s.node_addr[i]);
+		labels(p, node, l, sizeof(l));
+		prom_sample(f, "comex_program_remote_bytes", l, p->s.frames_held[i] * 4096.0);
+	}
+}
+
+/* One family over kinds[]: the fault counts, or (ns) the time they took. */
+static void write_kinds(FILE *f, const struct program *ps, size_t n, const char *name, const char *help, bool ns)
+{
+	char l[256], kind[32];
+
+	prom_family(f, name, "counter", help);
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+		for (size_t i = 0; i < n && (!ns || kinds[k].ns); i++) {
+			snprintf(kind, sizeof(kind), "kind=\"%s\"", kinds[k].kind);
+			labels(&ps[i], kind, l, sizeof(l));
+			prom_sample(f, name, l, ns ? at(&ps[i].s, kinds[k].ns) / 1e9 : at(&ps[i].s, kinds[k].count));
+		}
+}
+
+int exporter_render(void *unused, FILE *f)
+{
+	struct program *ps;
+	size_t n;
+	char l[256];
+	int err = programs_snapshot(0, &ps, &n);
+
+	(void)unused;
+	if (err)
+		return err;
+	prom_family(f, "comex_programs", "gauge", "Programs running under comex on this host.");
+	prom_sample(f, "comex_programs", NULL, (double)n);
+	for (size_t k = 0; k < sizeof(families) / sizeof(families[0]); k++) {
+		prom_family(f, families[k].name, families[k].type, families[k].help);
+		for (size_t i = 0; i < n; i++) {
+			labels(&ps[i], NULL, l, sizeof(l));
+			prom_sample(f, families[k].name, l, at(&ps[i].s, families[k].off) * families[k].scale);
+		}
+	}
+	write_kinds(f, ps, n, "comex_program_faults_total", "Page faults served, by kind.", false);
+	write_kinds(f, ps, n, "comex_program_fault_seconds_total", "Time spent serving faults, by kind.", true);
+	prom_family(f, "comex_program_remote_bytes", "gauge", "Memory the program's evicted pages occupy, per memnode.");
+	for (size_t i = 0; i < n; i++)
+		write_memnodes(f, &ps[i]);
+	prom_family(f, "comex_program_remote_fault_seconds", "histogram",
+		    "Time from a remote fault to its page mapped (log2 buckets).");
+	for (size_t i = 0; i < n; i++)
+		write_histogram(f, &ps[i]);
+	free(ps);
+	return ferror(f) ? -EIO : 0;
+}
+
+int exporter_main(int argc, char **argv)
+{
+	const char *listen = EXPORTER_LISTEN;
+	struct http_metrics *h;
+	unsigned port = 0;
+	sigset_t stop;
+	int sig, once = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--listen") && i + 1 < argc) {
+			listen = argv[++i];
+		} else if (!strcmp(argv[i], "--once")) {
+			once = 1;
+		} else {
+			fprintf(stderr, "usage: comex exporter [--listen HOST:PORT (default %s)] [--once]\n",
+				EXPORTER_LISTEN);
+			return 2;
+		}
+	}
+	if (once)
+		return exporter_render(NULL, stdout) ? 1 : 0;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	if (http_metrics_start(listen, exporter_render, NULL, &h, &port))
+		return 1;
+	log_info("serving the counters of this host's comex programs on http://%s/metrics (port %u)", listen, port);
+	sigwait(&stop, &sig);
+	http_metrics_stop(h);
+	return 0;
+}

@@ -1,0 +1,138 @@
+/* A snapshot copies each segment with relaxed loads, so the caller can diff
+ * two of them without the program changing the numbers underneath. */
+#include "programs.h"
+
+#include <dirent.h>
+#include <stdbool.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#define SHM_PREFIX "comex-stats."
+
+static bool alive(int pid)
+{
+	return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+static void read_comm(int pid, char *buf, size_t cap)
+{
+	char path[64];
+	ssize_t n = -1;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, cap - 1);
+		close(fd);
+	}
+	buf[n > 0 ? n : 0] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	if (!*buf)
+		snprintf(buf, cap, "?");
+}
+
+static void copy_stats(struct stats *dst, const struct stats *src)
+{
+	const uint64_t *from = (const uint64_t *)src;
+	uint64_t *to = (uint64_t *)dst;
+
+	_Static_assert(sizeof(struct stats) % 8 == 0, "stats is whole words");
+	for (size_t i = 0; i < sizeof(*src) / 8; i++)
+		to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED);
+}
+
+/* Adds pid's entry to *arr if it is alive and has counters. */
+static int add(int pid, struct program **arr, size_t *n, size_t *cap)
+{
+	const struct stats *s;
+
+	if (!alive(pid) || stats_open(pid, &s))
+		return -ESRCH;
+	if (*n == *cap) {
+		size_t c = *cap ? 2 * *cap : 8;
+		struct program *p = realloc(*arr, c * sizeof(*p));
+
+		if (!p) {
+			stats_close(s);
+			return -ENOMEM;
+		}
+		*arr = p, *cap = c;
+	}
+	(*arr)[*n].pid = pid;
+	read_comm(pid, (*arr)[*n].comm, sizeof((*arr)[*n].comm));
+	copy_stats(&(*arr)[*n].s, s);
+	stats_close(s);
+	(*n)++;
+	return 0;
+}
+
+static int by_pid(const void *a, const void *b)
+{
+	return ((const struct program *)a)->pid - ((const struct program *)b)->pid;
+}
+
+int programs_snapshot(int pid, struct program **out, size_t *n_out)
+{
+	struct program *arr = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *d;
+	DIR *dir;
+	int err = 0;
+
+	if (pid > 0) {
+		err = add(pid, &arr, &n, &cap);
+		goto done;
+	}
+	dir = opendir("/dev/shm");
+	if (!dir)
+		goto done; /* no /dev/shm: no program can publish counters */
+	while ((d = readdir(dir)) && err != -ENOMEM)
+		if (!strncmp(d->d_name, SHM_PREFIX, strlen(SHM_PREFIX)))
+			err = add(atoi(d->d_name + strlen(SHM_PREFIX)), &arr, &n, &cap);
+	closedir(dir);
+	if (err != -ENOMEM)
+		err = 0;
+	qsort(arr, n, sizeof(*arr), by_pid);
+done:
+	if (err) {
+		free(arr);
+		return err;
+	}
+	*out = arr;
+	*n_out = n;
+	return 0;
+}
+
+const struct program *programs_find(const struct program *p, size_t n, int pid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i].pid == pid)
+			return &p[i];
+	return NULL;
+}
+
+double programs_quantile(const uint64_t *hist, double q)
+{
+	uint64_t total = 0, below = 0;
+	double rank;
+
+	for (unsigned i = 0; i < STATS_HIST_BUCKETS; i++)
+		total += hist[i];
+	if (!total)
+		return -1;
+	rank = q * (double)total;
+	for (unsigned i = 0; i < STATS_HIST_BUCKETS; i++) {
+		double lo = i ? (double)(1ull << i) : 0, hi = (double)(1ull << (i + 1));
+
+		if (hist[i] && below + hist[i] >= rank)
+			return lo + (hi - lo) * (rank - (double)below) / (double)hist[i];
+		below += hist[i];
+	}
+	return (double)(1ull << STATS_HIST_BUCKETS);
+}

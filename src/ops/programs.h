@@ -1,0 +1,27 @@
+/* programs: the programs running under comex on this host, found through
+ * their counters /dev/shm/comex-stats.PID (rt/stats.h); the files of dead
+ * processes (a program killed by SIGKILL leaves its file) are skipped. */
+#ifndef COMEX_OPS_PROGRAMS_H
+#define COMEX_OPS_PROGRAMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stats.h"
+
+struct program {
+	int pid;
+	char comm[32];   /* /proc/PID/comm */
+	struct stats s;  /* a copy taken by programs_snapshot() */
+};
+
+/* Snapshots every live program (only pid when pid > 0), by increasing pid,
+ * into a malloc'd array. -ESRCH when pid > 0 is not running under comex. */
+int programs_snapshot(int pid, struct program **out, size_t *n_out);
+/* The entry for pid in a snapshot, or NULL. */
+const struct program *programs_find(const struct program *p, size_t n, int pid);
+/* Quantile q (0..1) in ns of a log2 histogram (stats.h buckets), linear
+ * within the bucket it falls in; -1 when the histogram is empty. */
+double programs_quantile(const uint64_t *hist, double q);
+
+#endif

@@ -1,0 +1,380 @@
+/* status talks to each memnode as a short-lived client of its own (HELLO,
+ * STATS, then STATS again one interval later for the request rate, BYE)
+ * rather than through client.c, which connects to all nodes or fails and
+ * would take frames: a status must report the nodes it cannot reach and
+ * change nothing. Its own connection is left out of the client counts. */
+#include "status.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "log.h"
+#include "ops_time.h"
+#include "options.h"
+#include "proto.h"
+#include "transport.h"
+
+#define MIB (1024.0 * 1024.0)
+#define SPIN_NS 100000
+
+struct sample {
+	struct proto_msg m;  /* the STATS_REPLY (usage rows copied below) */
+	double t;            /* when it arrived, monotonic seconds */
+};
+
+struct probe {
+	char addr[256];
+	struct tp_ep *ep;
+	uint64_t seq;
+	uint8_t want;        /* reply type awaited; 0: none */
+	bool got, done;      /* done: numbers in, connection closed by us */
+	int err;             /* 0, or why the node counts as failed */
+	char why[160];
+	uint16_t nid;
+	struct sample a, b;  /* b unused with --interval 0 */
+	struct proto_usage usage[PROTO_STATS_MAX_CLIENTS];
+	uint32_t nusage;
+};
+
+struct status {
+	struct tp *tp;
+	struct auth_token token;
+	uint64_t client_id, timeout_ns;
+	double interval_s;
+	bool json, clients;
+	struct probe *p;
+	unsigned n;
+};
+
+static void fail(struct probe *p, int err, const char *why)
+{
+	if (p->err || p->done) /* the first reason; and none after GOODBYE */
+		return;
+	p->err = err ? err : -EPROTO;
+	snprintf(p->why, sizeof(p->why), "%s", why);
+}
+
+static void on_recv(void *arg, struct tp_ep *ep, void *user, const void *msg, size_t len, struct tp_bulk *bulk)
+{
+	struct probe *p = user;
+	struct proto_msg m;
+	char why[160];
+
+	(void)arg, (void)ep, (void)bulk;
+	if (proto_decode(msg, len, &m) || m.seq != p->seq || m.type != p->want) {
+		if (!proto_decode(msg, len, &m) && m.type == PROTO_ERROR) {
+			snprintf(why, sizeof(why), "refused: %.*s", (int)m.u.error.text_len, m.u.error.text);
+			fail(p, -m.u.error.error, why);
+		} else {
+			fail(p, -EPROTO, "unexpected reply");
+		}
+		return;
+	}
+	p->got = true;
+	if (m.type == PROTO_WELCOME)
+		p->nid = m.u.welcome.nid;
+	if (m.type != PROTO_STATS_REPLY)
+		return;
+	p->nusage = m.u.stats.nusage;
+	for (uint32_t i = 0; i < m.u.stats.nusage; i++)
+		p->usage[i] = proto_stats_usage(&m, i);
+	m.u.stats.raw = NULL; /* points into msg, gone after this call */
+	(p->a.t ? &p->b : &p->a)->m = m;
+	(p->a.t ? &p->b : &p->a)->t = ops_now_s();
+}
+
+static void on_error(void *arg, struct tp_ep *ep, void *user, int err)
+{
+	char why[160];
+
+	(void)arg, (void)ep;
+	snprintf(why, sizeof(why), "connection failed: %s", strerror(-err));
+	fail(user, err, why);
+}
+
+static bool settled(void *arg)
+{
+	struct probe *p = arg;
+
+	return p->got || p->err;
+}
+
+/* Sends m to p and waits for the reply of type want. */
+static int ask(struct status *st, struct probe *p, struct proto_msg *m, uint8_t want)
+{
+	uint8_t buf[PROTO_MAX_MSG];
+	size_t len;
+	int err;
+
+	if (p->err)
+		return p->err;
+	m->seq = ++p->seq;
+	p->want = want;
+	p->got = false;
+	if ((err = proto_encode(m, buf, sizeof(buf), &len)) || (err = tp_send(p->ep, buf, len, NULL, 0))) {
+		fail(p, err, strerror(-err));
+		return err;
+	}
+	err = tp_run(st->tp, settled, p, SPIN_NS, st->timeout_ns);
+	if (err == -ETIMEDOUT)
+		fail(p, err, "no answer within op-timeout");
+	else if (err)
+		fail(p, err, strerror(-err));
+	return p->err;
+}
+
+static void connect_and_sample(struct status *st, struct probe *p)
+{
+	struct proto_msg hello = { .type = PROTO_HELLO }, stats = { .type = PROTO_STATS };
+	int err = tp_connect(st->tp, p->addr, p, &p->ep);
+
+	if (err) {
+		fail(p, err, "cannot connect");
+		return;
+	}
+	hello.u.hello.client_id = st->client_id;
+	hello.u.hello.token_len = (uint16_t)st->token.len;
+	hello.u.hello.token = st->token.bytes;
+	if (!ask(st, p, &hello, PROTO_WELCOME))
+		ask(st, p, &stats, PROTO_STATS_REPLY);
+}
+
+static void second_sample_and_bye(struct status *st, struct probe *p)
+{
+	struct proto_msg stats = { .type = PROTO_STATS }, bye = { .type = PROTO_BYE };
+
+	if (st->interval_s > 0)
+		ask(st, p, &stats, PROTO_STATS_REPLY);
+	if (!p->err && ask(st, p, &bye, PROTO_GOODBYE))
+		p->err = 0; /* the numbers are in; a lost GOODBYE does not make the node failed */
+	p->done = !p->err;
+	if (p->ep)
+		tp_close(p->ep);
+	p->ep = NULL;
+}
+
+/* The figures of one node that the table and the JSON show. */
+struct row {
+	const char *state;
+	double pool, used, free, rate;
+	uint32_t clients;
+};
+
+static struct row row_of(const struct status *st, const struct probe *p)
+{
+	const struct proto_msg *m = st->interval_s > 0 ? &p->b.m : &p->a.m;
+	struct row r = { .state = p->err ? "failed" : m->u.stats.flags & PROTO_STATS_DRAINING ? "draining" : "up" };
+	double dt = p->b.t - p->a.t;
+
+	if (p->err)
+		return r;
+	r.pool = (double)m->u.stats.pool_frames * PROTO_FRAME_SIZE;
+	r.free = (double)m->u.stats.free_frames * PROTO_FRAME_SIZE;
+	r.used = r.pool - r.free;
+	r.clients = m->u.stats.clients ? m->u.stats.clients - 1 : 0; /* not us */
+	if (st->interval_s > 0 && dt > 0) /* less our own second STATS */
+		r.rate = ((double)p->b.m.u.stats.requests - (double)p->a.m.u.stats.requests - 1) / dt;
+	else if (m->u.stats.uptime_ms)
+		r.rate = (double)m->u.stats.requests / (m->u.stats.uptime_ms / 1e3);
+	if (r.rate < 0)
+		r.rate = 0;
+	return r;
+}
+
+/* max/mean of used over the nodes that answered; -1 when nothing is used. */
+static double imbalance(const struct status *st, double *pool_out, double *used_out, unsigned *up_out)
+{
+	double max = 0, sum = 0, pool = 0;
+	unsigned up = 0;
+
+	for (unsigned i = 0; i < st->n; i++) {
+		struct row r = row_of(st, &st->p[i]);
+
+		if (st->p[i].err)
+			continue;
+		up++;
+		sum += r.used;
+		pool += r.pool;
+		if (r.used > max)
+			max = r.used;
+	}
+	*pool_out = pool, *used_out = sum, *up_out = up;
+	return up && sum > 0 ? max / (sum / up) : -1;
+}
+
+static void print_usage_rows(const struct status *st, const struct probe *p)
+{
+	for (uint32_t i = 0; i < p->nusage; i++)
+		if (p->usage[i].client_id != st->client_id)
+			printf("    client %#018" PRIx64 " %10.1fM\n", p->usage[i].client_id,
+			       p->usage[i].frames * (double)PROTO_FRAME_SIZE / MIB);
+}
+
+static void print_table(const struct status *st)
+{
+	double pool, used, imb;
+	unsigned up;
+
+	imb = imbalance(st, &pool, &used, &up);
+	printf("%-24s %5s %-8s %10s %10s %10s %6s %7s %9s\n", "MEMNODE", "NID", "STATE", "POOL", "USED", "FREE",
+	       "USE%", "CLIENTS", "REQ/s");
+	for (unsigned i = 0; i < st->n; i++) {
+		const struct probe *p = &st->p[i];
+		struct row r = row_of(st, p);
+
+		if (p->err) {
+			printf("%-24s %5s %-8s (%s)\n", p->addr, "-", r.state, p->why);
+			continue;
+		}
+		printf("%-24s %5u %-8s %9.1fM %9.1fM %9.1fM %5.1f%% %7u %9.1f\n", p->addr, p->nid, r.state,
+		       r.pool / MIB, r.used / MIB, r.free / MIB, r.pool ? 100 * r.used / r.pool : 0, r.clients, r.rate);
+		if (st->clients)
+			print_usage_rows(st, p);
+	}
+	printf("%u memnode%s: %u up, %u failed; pool %.1fM, used %.1fM (%.1f%%); imbalance (max/mean used) ",
+	       st->n, st->n == 1 ? "" : "s", up, st->n - up, pool / MIB, used / MIB, pool ? 100 * used / pool : 0);
+	if (imb < 0)
+		printf("- (nothing used)\n");
+	else
+		printf("%.2f\n", imb);
+}
+
+/* JSON string: the texts here are addresses and errno/memnode messages;
+ * quotes, backslashes and control characters are escaped. */
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++)
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", *s);
+		else
+			putchar(*s);
+	putchar('"');
+}
+
+static void print_json(const struct status *st)
+{
+	double pool, used, imb;
+	unsigned up;
+
+	imb = imbalance(st, &pool, &used, &up);
+	printf("{\n  \"schema\": \"comex-status/1\",\n  \"interval_s\": %g,\n  \"memnodes\": [", st->interval_s);
+	for (unsigned i = 0; i < st->n; i++) {
+		const struct probe *p = &st->p[i];
+		struct row r = row_of(st, p);
+		bool first = true;
+
+		printf("%s\n    {\"addr\": ", i ? "," : "");
+		json_str(p->addr);
+		printf(", \"state\": \"%s\"", r.state);
+		if (p->err) {
+			printf(", \"error\": ");
+			json_str(p->why);
+			printf("}");
+			continue;
+		}
+		printf(", \"nid\": %u, \"pool_bytes\": %.0f, \"used_bytes\": %.0f, \"free_bytes\": %.0f, "
+		       "\"clients\": %u, \"requests_per_s\": %.1f, \"clients_usage\": [",
+		       p->nid, r.pool, r.used, r.free, r.clients, r.rate);
+		for (uint32_t k = 0; k < p->nusage; k++) {
+			if (p->usage[k].client_id == st->client_id)
+				continue;
+			printf("%s{\"client_id\": \"%#" PRIx64 "\", \"used_bytes\": %" PRIu64 "}", first ? "" : ", ",
+			       p->usage[k].client_id, p->usage[k].frames * PROTO_FRAME_SIZE);
+			first = false;
+		}
+		printf("]}");
+	}
+	printf("\n  ],\n  \"up\": %u,\n  \"failed\": %u,\n  \"pool_bytes\": %.0f,\n  \"used_bytes\": %.0f,\n"
+	       "  \"imbalance\": ", up, st->n - up, pool, used);
+	if (imb < 0)
+		printf("null\n}\n");
+	else
+		printf("%.4f\n}\n", imb);
+}
+
+/* Takes status's own flags out of argv (the rest are client options). */
+static int own_flags(struct status *st, int *argc, char **argv)
+{
+	int j = 1;
+
+	for (int i = 1; i < *argc; i++) {
+		char *end;
+
+		if (!strcmp(argv[i], "--json")) {
+			st->json = true;
+		} else if (!strcmp(argv[i], "--clients")) {
+			st->clients = true;
+		} else if (!strcmp(argv[i], "--interval") && i + 1 < *argc) {
+			st->interval_s = strtod(argv[++i], &end);
+			if (*end || !(st->interval_s >= 0 && st->interval_s <= 60)) {
+				log_error("status: --interval takes seconds, 0 to 60, got '%s'", argv[i]);
+				return -EINVAL;
+			}
+		} else {
+			argv[j++] = argv[i];
+		}
+	}
+	*argc = j;
+	return 0;
+}
+
+static void probe_all(struct status *st)
+{
+	for (unsigned i = 0; i < st->n; i++)
+		connect_and_sample(st, &st->p[i]);
+	if (st->interval_s > 0)
+		ops_sleep_s(st->interval_s);
+	for (unsigned i = 0; i < st->n; i++)
+		second_sample_and_bye(st, &st->p[i]);
+}
+
+int status_main(int argc, char **argv)
+{
+	static struct options o;
+	struct tp_callbacks cb = { .recv = on_recv, .error = on_error };
+	struct status st = { .interval_s = 1.0, .client_id = 0x5354415400000000ull | (uint64_t)getpid() };
+	char addr[256];
+	int first, failed = 0;
+
+	if (own_flags(&st, &argc, argv))
+		return 2;
+	if (options_configure(&o, SC_CLIENT, argc, argv, &first))
+		return 2;
+	if (first < argc) {
+		log_error("status: unexpected argument '%s' (usage: comex status [--json] [--clients] "
+			  "[--interval SECONDS] [--memnode HOST:PORT,...] [--token-file FILE])", argv[first]);
+		return 2;
+	}
+	if (*opt_str(&o, OPT_TOKEN_FILE) && auth_token_load(opt_str(&o, OPT_TOKEN_FILE), &st.token))
+		return 2;
+	st.timeout_ns = opt_num(&o, OPT_OP_TIMEOUT);
+	while (!opt_list_item(&o, OPT_MEMNODE, st.n, addr, sizeof(addr)))
+		st.n++;
+	st.p = calloc(st.n ? st.n : 1, sizeof(*st.p));
+	if (!st.p || tp_create(&cb, TP_RMA | (opt_num(&o, OPT_SHM) ? TP_SHM : 0), &st.tp)) {
+		free(st.p);
+		return 1;
+	}
+	for (unsigned i = 0; i < st.n; i++)
+		opt_list_item(&o, OPT_MEMNODE, i, st.p[i].addr, sizeof(st.p[i].addr));
+	probe_all(&st);
+	if (st.json)
+		print_json(&st);
+	else
+		print_table(&st);
+	for (unsigned i = 0; i < st.n; i++)
+		failed |= st.p[i].err != 0;
+	tp_destroy(st.tp);
+	explicit_bzero(&st.token, sizeof(st.token));
+	free(st.p);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,160 @@
+/* Each frame diffs two snapshots (programs.h) taken one interval apart: rates
+ * and latency percentiles are over that interval. A program that started
+ * within it has no earlier snapshot and is shown with its counters since
+ * start. */
+#include "top.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "ops_time.h"
+#include "programs.h"
+
+#define MIB (1024.0 * 1024.0)
+
+struct top_args {
+	int pid;
+	double interval_s;
+	bool once;
+};
+
+static int parse(int argc, char **argv, struct top_args *a)
+{
+	*a = (struct top_args){ .interval_s = 1.0 };
+	for (int i = 1; i < argc; i++) {
+		char *end;
+
+		if (!strcmp(argv[i], "--once")) {
+			a->once = true;
+		} else if (!strcmp(argv[i], "--interval") && i + 1 < argc) {
+			a->interval_s = strtod(argv[++i], &end);
+			if (*end || !(a->interval_s >= 0.1 && a->interval_s <= 3600)) {
+				log_error("top: --interval takes seconds, 0.1 to 3600, got '%s'", argv[i]);
+				return -EINVAL;
+			}
+		} else if (argv[i][0] != '-' && !a->pid && (a->pid = (int)strtol(argv[i], &end, 10)) > 0 && !*end) {
+			continue;
+		} else {
+			fprintf(stderr, "usage: comex top [--once] [--interval SECONDS] [PID]\n");
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static void print_mib(double bytes)
+{
+	printf(bytes >= 100 * 1024 * MIB ? " %8.0fG" : " %8.1fM", bytes >= 100 * 1024 * MIB ? bytes / 1024 / MIB : bytes / MIB);
+}
+
+/* Counter f of cur minus prev (prev NULL: since start), per second of dt. */
+#define RATE(f) ((double)(cur->s.f - (prev ? prev->s.f : 0)) / dt)
+
+static void print_latency(const struct program *cur, const struct program *prev)
+{
+	uint64_t h[STATS_HIST_BUCKETS];
+	double p50, p99;
+
+	for (unsigned i = 0; i < STATS_HIST_BUCKETS; i++)
+		h[i] = cur->s.hist_remote_ns[i] - (prev ? prev->s.hist_remote_ns[i] : 0);
+	p50 = programs_quantile(h, 0.50);
+	p99 = programs_quantile(h, 0.99);
+	if (p50 < 0)
+		printf(" %7s %7s", "-", "-");
+	else
+		printf(" %7.1f %7.1f", p50 / 1e3, p99 / 1e3);
+}
+
+static void print_memnodes(const struct stats *s)
+{
+	int shown = 0;
+
+	for (int i = 0; i < s->nodes && i < STATS_MAX_NODES; i++)
+		if (s->frames_held[i])
+			printf("%s%s(%.0fM)", shown++ ? "," : " ", s->node_addr[i],
+			       s->frames_held[i] * 4096.0 / MIB);
+	if (!shown)
+		printf(" -");
+}
+
+static void print_row(const struct program *cur, const struct program *prev, double dt)
+{
+	uint64_t remote = 0;
+
+	if (!prev)
+		dt = 1; /* shown as totals since start (no earlier sample) */
+	for (int i = 0; i < STATS_MAX_NODES; i++)
+		remote += cur->s.frames_held[i];
+	printf("%7d %-15.15s", cur->pid, cur->comm);
+	print_mib((double)cur->s.local_mem_bytes);
+	print_mib((double)cur->s.resident_bytes);
+	print_mib(remote * 4096.0);
+	printf(" %8.0f %8.0f %8.0f %8.0f %8.0f", RATE(faults_zero), RATE(faults_wbuf_hit),
+	       RATE(faults_rbuf_hit), RATE(faults_remote), RATE(faults_wp));
+	print_latency(cur, prev);
+	printf(" %8.1f %8.1f", RATE(bytes_read) / MIB, RATE(bytes_written) / MIB);
+	print_memnodes(&cur->s);
+	printf("%s\n", prev ? "" : " (since start)");
+}
+
+static void print_frame(const struct program *cur, size_t n, const struct program *prev, size_t nprev,
+			double dt, bool clear)
+{
+	char when[16];
+	time_t t = time(NULL);
+
+	strftime(when, sizeof(when), "%H:%M:%S", localtime(&t));
+	if (clear)
+		printf("\033[H\033[2J");
+	printf("comex top - %s, %zu program%s under comex, rates over %.1f s\n", when, n, n == 1 ? "" : "s", dt);
+	printf("%7s %-15s %9s %9s %9s %8s %8s %8s %8s %8s %7s %7s %8s %8s %s\n", "PID", "COMMAND", "BUDGET",
+	       "RESIDENT", "REMOTE", "ZERO/s", "WBUF/s", "RBUF/s", "REMOTE/s", "WP/s", "P50us", "P99us",
+	       "RD_MB/s", "WR_MB/s", "MEMNODES");
+	for (size_t i = 0; i < n; i++)
+		print_row(&cur[i], programs_find(prev, nprev, cur[i].pid), dt);
+	fflush(stdout);
+}
+
+int top_main(int argc, char **argv)
+{
+	struct program *prev = NULL, *cur = NULL;
+	size_t nprev = 0, n = 0;
+	struct top_args a;
+	double t_prev, t;
+	int err;
+
+	if (parse(argc, argv, &a))
+		return 2;
+	if ((err = programs_snapshot(a.pid, &prev, &nprev))) {
+		log_error("top: process %d is not running under comex (no /dev/shm/comex-stats.%d)", a.pid, a.pid);
+		return 1;
+	}
+	t_prev = ops_now_s();
+	for (;;) {
+		ops_sleep_s(a.interval_s);
+		err = programs_snapshot(a.pid, &cur, &n);
+		t = ops_now_s();
+		if (err == -ESRCH) { /* the one program watched has ended */
+			printf("process %d has exited\n", a.pid);
+			break;
+		}
+		if (err) {
+			log_error("top: reading the counters: %s", strerror(-err));
+			break;
+		}
+		print_frame(cur, n, prev, nprev, t - t_prev, !a.once && isatty(STDOUT_FILENO));
+		free(prev);
+		prev = cur, nprev = n, t_prev = t;
+		cur = NULL;
+		if (a.once)
+			break;
+	}
+	free(prev);
+	return err && err != -ESRCH ? 1 : 0;
+}

@@ -1,0 +1,80 @@
+/* test_programs: the stats segment as comex top and the exporter read it: log2 bucket bounds, percentiles from a histogram, a live segment found by pid and by scan, a dead or foreign one skipped. */
+#include "programs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "stats.h"
+
+#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); exit(1); } } while (0)
+
+static void test_buckets(void)
+{
+	CHECK(stats_bucket(0) == 0 && stats_bucket(1) == 0 && stats_bucket(2) == 1 && stats_bucket(3) == 1);
+	CHECK(stats_bucket(4) == 2 && stats_bucket(1023) == 9 && stats_bucket(1024) == 10);
+	CHECK(stats_bucket((1ull << 31) - 1) == 30 && stats_bucket(1ull << 31) == 31);
+	CHECK(stats_bucket(UINT64_MAX) == STATS_HIST_BUCKETS - 1);
+}
+
+static void test_quantiles(void)
+{
+	uint64_t h[STATS_HIST_BUCKETS] = { 0 };
+
+	CHECK(programs_quantile(h, 0.5) < 0); /* empty */
+	h[10] = 100;                           /* all in [1024, 2048) ns */
+	CHECK(fabs(programs_quantile(h, 0.5) - 1536) < 1e-9);
+	CHECK(fabs(programs_quantile(h, 0.99) - (1024 + 1024 * 0.99)) < 1e-9);
+	h[20] = 100;                           /* half at ~1 us, half at ~1 ms */
+	CHECK(programs_quantile(h, 0.25) < 2048);
+	CHECK(programs_quantile(h, 0.99) >= (1 << 20) && programs_quantile(h, 0.99) < (1 << 21));
+	CHECK(programs_quantile(h, 0.5) <= 2048); /* the 100th of 200 is the last of bucket 10 */
+}
+
+static void test_snapshot(void)
+{
+	struct stats *s;
+	struct program *p;
+	size_t n;
+	char path[64];
+	int fd;
+
+	CHECK(stats_create(&s) == 0);
+	s->local_mem_bytes = 24 << 20;
+	s->frames_held[1] = 77;
+	stats_remote_fault(s, 5000);
+	CHECK(programs_snapshot(getpid(), &p, &n) == 0 && n == 1);
+	CHECK(p[0].pid == getpid() && p[0].s.local_mem_bytes == 24 << 20 && p[0].s.frames_held[1] == 77);
+	CHECK(p[0].s.hist_remote_ns[12] == 1 && p[0].s.ns_remote == 5000 && strlen(p[0].comm) > 0);
+	free(p);
+	CHECK(programs_snapshot(0, &p, &n) == 0 && programs_find(p, n, getpid()));
+	free(p);
+	stats_unlink(getpid());
+	CHECK(programs_snapshot(getpid(), &p, &n) == -ESRCH);
+
+	/* a segment of another layout (shorter) or of a dead process is skipped */
+	snprintf(path, sizeof(path), "/dev/shm/comex-stats.%d", getpid());
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	CHECK(fd >= 0 && write(fd, "CXSTATS1", 8) == 8);
+	close(fd);
+	CHECK(programs_snapshot(getpid(), &p, &n) == -ESRCH);
+	unlink(path);
+	CHECK(programs_snapshot(999999999, &p, &n) == -ESRCH);
+}
+
+int main(void)
+{
+	test_buckets();
+	test_quantiles();
+	if (access("/dev/shm", W_OK)) {
+		printf("test_programs: no writable /dev/shm, snapshot part skipped\n");
+		return 77;
+	}
+	test_snapshot();
+	printf("test_programs: ok\n");
+	return 0;
+}
