@@ -36,6 +36,9 @@ struct node {
 	struct tp_ep *ep;
 	int fail_err;                 /* 0 while healthy */
 	bool welcomed, goodbye, stats_pending;
+	bool evicting;                /* the memnode is leaving (EVICT): nothing new goes there */
+	bool drain_answered;          /* DRAINING received (comex drain) */
+	struct proto_msg drain_reply;
 	uint16_t nid;
 	uint32_t credits;
 	uint64_t base, pool_frames;
@@ -85,6 +88,8 @@ static void node_fail(struct node *n, int err)
 	if (n->fail_err)
 		return;
 	n->fail_err = err;
+	if (n->goodbye) /* the session ended as agreed (BYE, DONE): the close is no failure */
+		return;
 	log_error("memnode %s (nid %u) failed: %s; its frames are unreachable", n->addr, n->nid, strerror(-err));
 }
 
@@ -252,6 +257,10 @@ static void handle_reply(struct node *n, const struct proto_msg *m, const struct
 	case PROTO_GOODBYE:
 		n->goodbye = true;
 		break;
+	case PROTO_DRAINING:
+		n->drain_reply = *m;
+		n->drain_answered = true;
+		break;
 	case PROTO_ERROR:
 		handle_error_reply(n, m, p);
 		break;
@@ -272,6 +281,13 @@ static void on_recv(void *arg, struct tp_ep *ep, void *user, const void *msg, si
 	if (err) {
 		log_error("malformed %zu-byte reply from memnode %s: %s", len, n->addr, strerror(-err));
 		node_fail(n, -EPROTO);
+		return;
+	}
+	if (m.type == PROTO_EVICT) { /* unsolicited: the memnode is leaving */
+		if (!n->evicting)
+			log_info("memnode %s is leaving: moving our pages (%llu frames there) elsewhere", n->addr,
+				 (unsigned long long)m.u.evict.frames);
+		n->evicting = true;
 		return;
 	}
 	if (!pop_pending(n, m.seq, &p)) {
@@ -333,6 +349,7 @@ static bool alloc_settled(struct node *n) { return !n->alloc_pending; }
 static bool no_pending(struct node *n) { return n->npend == 0; }
 static bool stats_done(struct node *n) { return !n->stats_pending || n->reply_err; }
 static bool said_goodbye(struct node *n) { return n->goodbye; }
+static bool drain_answered(struct node *n) { return n->drain_answered || n->reply_err; }
 
 /* Sends m, first waiting for a credit when all are in use (HPBD §4.2). */
 static int send_with_credit_bulk(struct node *n, struct proto_msg *m, const void *bulk, size_t bulk_len,
@@ -438,7 +455,7 @@ int client_alloc(struct comex_client *c, unsigned node, uint32_t want, uint32_t 
 	if (!n || !want)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	err = n->fail_err;
+	err = n->fail_err ? n->fail_err : n->evicting ? -ENOSPC : 0;
 	if (!err)
 		err = fill_pool(n);
 	if (!err) {
@@ -493,7 +510,7 @@ int client_release(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t
 	if (!n || !count || (uint64_t)pfn + count > n->pool_frames)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	err = queue_release(n, pfn, count);
+	err = n->fail_err ? n->fail_err : queue_release(n, pfn, count); /* a gone node freed them all */
 	pthread_mutex_unlock(&c->lock);
 	return err;
 }
@@ -603,6 +620,78 @@ int client_node_stats(struct comex_client *c, unsigned node, struct client_node_
 			.rtt_us = n->rtt_us, .threshold = threshold(n),
 			.threshold_suggested = suggested_threshold(n),
 		};
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
+static bool always(void *arg) { (void)arg; return true; }
+
+uint64_t client_evict_requests(struct comex_client *c)
+{
+	uint64_t mask = 0;
+
+	pthread_mutex_lock(&c->lock);
+	tp_run(c->tp, always, NULL, 0, 0); /* progress once, never waits */
+	for (unsigned i = 0; i < c->nnodes && i < 64; i++)
+		if (c->node[i].evicting && !c->node[i].fail_err)
+			mask |= 1ull << i;
+	pthread_mutex_unlock(&c->lock);
+	return mask;
+}
+
+int client_done(struct comex_client *c, unsigned node, uint64_t moved)
+{
+	struct node *n = get_node(c, node);
+	struct proto_msg m = { .type = PROTO_DONE };
+	int err;
+
+	if (!n || !n->evicting)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	err = send_releases(n);
+	if (!err)
+		err = wait_for(n, no_pending, NULL);
+	m.u.finished.moved = moved;
+	if (!err)
+		err = send_with_credit(n, &m);
+	if (!err)
+		err = wait_for(n, said_goodbye, NULL);
+	if (!err) {
+		log_info("memnode %s: drained, %llu of our pages moved elsewhere; no longer used", n->addr,
+			 (unsigned long long)moved);
+		n->fail_err = -ESHUTDOWN;
+	}
+	if (n->ep)
+		tp_close(n->ep);
+	n->ep = NULL;
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
+int client_drain(struct comex_client *c, unsigned node, uint32_t *clients_out, uint64_t *frames_out)
+{
+	struct node *n = get_node(c, node);
+	struct proto_msg m = { .type = PROTO_DRAIN };
+	int err;
+
+	if (!n)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	n->reply_err = 0;
+	err = send_with_credit(n, &m);
+	if (!err)
+		err = wait_for(n, drain_answered, NULL);
+	if (!err)
+		err = n->reply_err;
+	if (!err) {
+		*clients_out = n->drain_reply.u.draining.clients;
+		*frames_out = n->drain_reply.u.draining.frames;
+		/* we hold nothing there and the memnode may exit any moment: hang up, no BYE */
+		n->goodbye = true;
+		n->fail_err = -ESHUTDOWN;
+		tp_close(n->ep);
+		n->ep = NULL;
+	}
 	pthread_mutex_unlock(&c->lock);
 	return err;
 }

@@ -35,6 +35,16 @@ int client_read(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t co
  * data is in the memnode's memory, so the local copy may be dropped. */
 int client_write(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, const void *src);
 
+/* Planned departure (docs/PROTOCOL.md, EVICT/DONE). Progresses without
+ * waiting and returns the nodes (bit i: node i) that asked us to take our
+ * pages elsewhere and are not done; client_alloc() refuses them (-ENOSPC). */
+uint64_t client_evict_requests(struct comex_client *c);
+/* Our pages are off node: sends queued releases, DONE (moved pages), and
+ * stops using the node (later calls on it fail with -ESHUTDOWN). */
+int client_done(struct comex_client *c, unsigned node, uint64_t moved);
+/* comex drain: asks node to drain; its answer: clients told, frames they hold. */
+int client_drain(struct comex_client *c, unsigned node, uint32_t *clients_out, uint64_t *frames_out);
+
 struct client_node_stats {
 	uint16_t nid;                  /* the memnode's own id */
 	uint64_t pool_free_frames;     /* in our local frame pool */

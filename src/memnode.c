@@ -61,15 +61,19 @@ struct memnode {
 	struct serve *serve;
 	struct mconn *conns;
 	unsigned close_due;      /* conns whose close is due now (error seen) */
+	uint64_t drain_ns;       /* option drain-timeout; 0: a signal stops at once */
+	uint64_t drain_until;    /* monotonic ns: draining since, give up then (0: not draining) */
 	uint8_t reply[PROTO_MAX_MSG];
 };
 
-static volatile sig_atomic_t stop_requested;
+/* SIGTERM/SIGINT: the first starts a drain (with drain-timeout > 0), the
+ * second stops at once. */
+static volatile sig_atomic_t signals_seen;
 
 static void on_signal(int sig)
 {
 	(void)sig;
-	stop_requested = 1;
+	signals_seen++;
 }
 
 static uint64_t now_ns(void)
@@ -359,11 +363,26 @@ static void on_error(void *arg, struct tp_ep *ep, void *user, int err)
 	schedule_close(arg, c, true);
 }
 
+/* A DRAIN message or a first signal started a drain that has not been told
+ * to the clients yet. */
+static bool drain_due(struct memnode *m)
+{
+	uint64_t frames;
+
+	return !m->drain_until && (serve_drain_left(m->serve, &frames) >= 0 || (signals_seen == 1 && m->drain_ns));
+}
+
+static bool stop_now(struct memnode *m)
+{
+	return signals_seen > 1 || (signals_seen == 1 && !m->drain_ns);
+}
+
 static bool has_work(void *arg)
 {
 	struct memnode *m = arg;
+	uint64_t frames;
 
-	return stop_requested || m->close_due;
+	return stop_now(m) || m->close_due || drain_due(m) || (m->drain_until && !serve_drain_left(m->serve, &frames));
 }
 
 /* Force-closes every connection whose time has come; returns the earliest
@@ -388,19 +407,69 @@ static uint64_t reap(struct memnode *m, bool all)
 	return next;
 }
 
+/* Tells every client that owes a DONE to take its pages elsewhere
+ * (docs/PROTOCOL.md, EVICT). A client we cannot tell is closed: its pages
+ * are then lost to it, which the drain's final report counts. */
+static void drain_begin(struct memnode *m)
+{
+	uint64_t frames;
+	uint8_t buf[PROTO_MAX_MSG];
+	size_t len;
+	int left;
+
+	serve_drain(m->serve);
+	left = serve_drain_left(m->serve, &frames);
+	m->drain_until = now_ns() + (m->drain_ns ? m->drain_ns : 1);
+	log_info("draining: %d clients hold %llu frames; asking them to move their pages (drain-timeout %llu ms)",
+		 left, (unsigned long long)frames, (unsigned long long)(m->drain_ns / 1000000));
+	for (struct mconn *c = m->conns; c; c = c->next)
+		if (c->conn && !serve_evict(m->serve, c->conn, (uint32_t)(m->drain_ns / 1000000), buf, sizeof(buf), &len))
+			send_reply(m, c, buf, len, NULL, 0);
+}
+
+/* Draining: true once every client answered DONE (or left) and every
+ * session is closed, or when drain-timeout passed (said loudly). */
+static bool drain_over(struct memnode *m, uint64_t next_close)
+{
+	uint64_t frames;
+	int left = serve_drain_left(m->serve, &frames);
+
+	if (left == 0 && !next_close) {
+		log_info("drain complete: every client took its pages elsewhere; exiting");
+		return true;
+	}
+	if (left > 0 && now_ns() >= m->drain_until) {
+		log_error("DRAIN INCOMPLETE after %llu ms: %d clients still hold %llu frames here; exiting loses "
+			  "those pages (their programs stop unless they have another copy)",
+			  (unsigned long long)(m->drain_ns / 1000000), left, (unsigned long long)frames);
+		return true;
+	}
+	return false;
+}
+
 static int event_loop(struct memnode *m, uint64_t spin_ns)
 {
 	uint64_t next = 0;
 
-	while (!stop_requested) {
-		uint64_t now = now_ns();
-		uint64_t timeout = next ? (next > now ? next - now : 1) : 0;
-		int err = tp_run(m->tp, has_work, m, spin_ns, timeout);
+	while (!stop_now(m)) {
+		uint64_t now = now_ns(), wake = next;
+		uint64_t timeout;
+		int err;
 
+		if (m->drain_until && (!wake || m->drain_until < wake))
+			wake = m->drain_until;
+		timeout = wake ? (wake > now ? wake - now : 1) : 0;
+		err = tp_run(m->tp, has_work, m, spin_ns, timeout);
 		if (err && err != -ETIMEDOUT && err != -EINTR)
 			return err;
 		next = reap(m, false);
+		if (drain_due(m))
+			drain_begin(m);
+		if (m->drain_until && drain_over(m, next))
+			return 0;
 	}
+	if (m->drain_until)
+		log_error("stopped by a second signal while draining: clients' pages still here are lost");
 	return 0;
 }
 
@@ -438,7 +507,7 @@ static uint16_t derive_nid(uint16_t port)
 int memnode_main(const struct options *o)
 {
 	static struct auth_token tok;
-	struct memnode m = { 0 };
+	struct memnode m = { .drain_ns = opt_num(o, OPT_DRAIN_TIMEOUT) };
 	struct tp_callbacks cb = { .recv = on_recv, .accept = on_accept, .error = on_error, .arg = &m };
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct tp_listen_info li;
