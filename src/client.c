@@ -37,6 +37,9 @@ struct node {
 	int fail_err;                 /* 0 while healthy */
 	bool welcomed, goodbye, stats_pending;
 	bool evicting;                /* the memnode is leaving (EVICT): nothing new goes there */
+	bool joining;                 /* out of use, a new session's HELLO is in flight */
+	int join_err;                 /* what ended the join attempt */
+	uint64_t join_t0;
 	bool drain_answered;          /* DRAINING received (comex drain) */
 	struct proto_msg drain_reply;
 	uint16_t nid;
@@ -85,6 +88,11 @@ static uint64_t now_ns(void)
 
 static void node_fail(struct node *n, int err)
 {
+	if (n->joining) { /* a reconnection attempt failed: its caller retries later, quietly */
+		if (!n->join_err)
+			n->join_err = err;
+		return;
+	}
 	if (n->fail_err)
 		return;
 	n->fail_err = err;
@@ -626,17 +634,118 @@ int client_node_stats(struct comex_client *c, unsigned node, struct client_node_
 
 static bool always(void *arg) { (void)arg; return true; }
 
-uint64_t client_evict_requests(struct comex_client *c)
+void client_poll(struct comex_client *c, struct client_health *out)
 {
-	uint64_t mask = 0;
+	struct client_health h = { 0 };
 
 	pthread_mutex_lock(&c->lock);
 	tp_run(c->tp, always, NULL, 0, 0); /* progress once, never waits */
-	for (unsigned i = 0; i < c->nnodes && i < 64; i++)
-		if (c->node[i].evicting && !c->node[i].fail_err)
-			mask |= 1ull << i;
+	for (unsigned i = 0; i < c->nnodes && i < 64; i++) {
+		if (c->node[i].fail_err)
+			h.out |= 1ull << i;
+		else if (c->node[i].evicting)
+			h.evicting |= 1ull << i;
+	}
 	pthread_mutex_unlock(&c->lock);
-	return mask;
+	*out = h;
+}
+
+/* A fresh session's state: everything of the old one forgotten but the
+ * address (its frames died with it, or were given back at DONE). */
+static void node_reset(struct node *n)
+{
+	struct comex_client *c = n->c;
+	char addr[sizeof(n->addr)];
+
+	if (n->ep)
+		tp_close(n->ep);
+	memcpy(addr, n->addr, sizeof(addr));
+	memset(n, 0, sizeof(*n));
+	memcpy(n->addr, addr, sizeof(addr));
+	n->c = c;
+	frame_pool_init(&n->fp);
+	n->nack_order = -2;
+	n->fail_err = -ENOTCONN;
+}
+
+static int join_start(struct node *n)
+{
+	struct proto_msg m = { .type = PROTO_HELLO };
+	int err;
+
+	node_reset(n);
+	err = tp_connect(n->c->tp, n->addr, n, &n->ep);
+	if (err)
+		return err;
+	n->joining = true;
+	n->join_t0 = now_ns();
+	n->credits = 1; /* until WELCOME grants more */
+	m.u.hello.client_id = n->c->client_id;
+	m.u.hello.token_len = n->c->token.len;
+	m.u.hello.token = n->c->token.bytes;
+	err = send_msg(n, &m);
+	return err ? err : -EINPROGRESS;
+}
+
+static int join_check(struct node *n)
+{
+	int err = n->join_err ? n->join_err : n->reply_err;
+
+	if (!err && !n->welcomed)
+		return now_ns() - n->join_t0 < n->c->timeout_ns ? -EINPROGRESS : -ETIMEDOUT;
+	if (!err && n->rkey_len)
+		err = tp_set_rkey(n->ep, n->rkey, n->rkey_len);
+	n->joining = false;
+	if (err) {
+		tp_close(n->ep);
+		n->ep = NULL;
+		n->fail_err = err;
+		return err;
+	}
+	n->fail_err = 0;
+	log_info("memnode %s (nid %u) connected: new pages may go there", n->addr, n->nid);
+	return 0;
+}
+
+int client_rejoin(struct comex_client *c, unsigned node)
+{
+	struct node *n = get_node(c, node);
+	int err;
+
+	if (!n)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	err = !n->fail_err ? 0 : n->joining ? join_check(n) : join_start(n);
+	if (err && err != -EINPROGRESS && n->joining) { /* the start failed */
+		n->joining = false;
+		n->fail_err = err;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
+int client_add_node(struct comex_client *c, const char *addr, unsigned *node_out)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&c->lock);
+	for (unsigned i = 0; i < c->nnodes && !err; i++)
+		if (!strcmp(c->node[i].addr, addr))
+			err = -EEXIST;
+	if (!err && c->nnodes == MAX_NODES)
+		err = -E2BIG;
+	if (!err && strlen(addr) >= sizeof(c->node[0].addr))
+		err = -ENAMETOOLONG;
+	if (!err) {
+		struct node *n = &c->node[c->nnodes];
+
+		snprintf(n->addr, sizeof(n->addr), "%s", addr);
+		n->c = c;
+		node_reset(n);
+		*node_out = c->nnodes++;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return err;
 }
 
 int client_done(struct comex_client *c, unsigned node, uint64_t moved)

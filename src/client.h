@@ -35,10 +35,20 @@ int client_read(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t co
  * data is in the memnode's memory, so the local copy may be dropped. */
 int client_write(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, const void *src);
 
-/* Planned departure (docs/PROTOCOL.md, EVICT/DONE). Progresses without
- * waiting and returns the nodes (bit i: node i) that asked us to take our
- * pages elsewhere and are not done; client_alloc() refuses them (-ENOSPC). */
-uint64_t client_evict_requests(struct comex_client *c);
+/* Node health, bit i for node i: evicting = asked us to take our pages
+ * elsewhere (EVICT), and client_alloc() refuses it (-ENOSPC); out = not in
+ * use (failed, drained, or added and not connected yet). */
+struct client_health { uint64_t evicting, out; };
+/* Progresses without waiting (unsolicited messages are taken in) and says
+ * how every node is. */
+void client_poll(struct comex_client *c, struct client_health *out);
+/* Brings a node that is out of use back, one step per call that never
+ * waits: -EINPROGRESS while its handshake runs, 0 once it is in use again
+ * (a fresh session: nothing of the old one is valid), another error when
+ * this attempt failed (call again later to retry). */
+int client_rejoin(struct comex_client *c, unsigned node);
+/* A memnode added while running: out of use until client_rejoin() brings it in. */
+int client_add_node(struct comex_client *c, const char *addr, unsigned *node_out);
 /* Our pages are off node: sends queued releases, DONE (moved pages), and
  * stops using the node (later calls on it fail with -ESHUTDOWN). */
 int client_done(struct comex_client *c, unsigned node, uint64_t moved);

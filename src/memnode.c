@@ -549,6 +549,9 @@ int memnode_main(const struct options *o)
 	err = pool_create(&pool, bytes, max, opt_num(o, OPT_HUGEPAGES));
 	if (err)
 		return err;
+	/* a memnode restarted on its port must listen at once, although the
+	 * connections of the one before (killed first) linger in TIME_WAIT */
+	setenv("UCX_TCP_CM_REUSEADDR", "y", 0);
 	err = tp_create(&cb, (rma ? TP_RMA : 0) | (opt_num(o, OPT_SHM) ? TP_SHM : 0), &m.tp);
 	if (err)
 		goto cleanup_pool;

@@ -1,5 +1,6 @@
 /* migrate: moving every page off a leaving memnode d, under the pager lock
- * one slice of the page table at a time (faults get the lock in between).
+ * one slice of the page table at a time (faults get the lock in between);
+ * and forgetting a failed one (its pages are lost, at the end of this file).
  * A page refers to d in one of four ways, each undone here:
  *   PTE_WBUF on d        the write buffers are flushed first: it becomes REMOTE
  *   PTE_REMOTE on d      read (one read per run of consecutive frames), hash
@@ -18,7 +19,6 @@
 
 #include <errno.h>
 #include <sched.h>
-#include <time.h>
 
 #include "client.h"
 #include "log.h"
@@ -26,8 +26,8 @@
 #include "placement.h"
 #include "rtmem.h"
 #include "uffd.h"
+#include "wbuf.h"
 
-#define POLL_NS 50000000ull /* 50 ms: how often unsolicited messages are taken in when idle */
 #define SLICE 4096          /* page-table entries examined per hold of the pager lock */
 #define RUN_MAX 64          /* pages moved with one read and one write */
 
@@ -130,8 +130,36 @@ static uint32_t move_run(uint64_t idx, uint64_t end, unsigned d)
 	return n;
 }
 
-/* Undoes every reference to d in [lo, hi); returns how many it found. */
-static uint64_t clear_slice(uint64_t lo, uint64_t hi, unsigned d)
+static uint64_t lost; /* pages marked lost by the current forget pass */
+
+/* d failed: its frames are gone with it (nothing to release, nothing to
+ * read). Resident pages only lose their copy there; remote ones are lost. */
+static void forget_ref(uint64_t i, unsigned d)
+{
+	pte_t e = P.pt[i];
+
+	switch (pte_state(e)) {
+	case PTE_REMOTE:
+		P.pt[i] = pte_set_state(e, PTE_LOST);
+		lost++;
+		break;
+	case PTE_CLEAN:
+		P.pt[i] = pte_set_state(e, PTE_DIRTY);
+		if (!P.c.async && uffd_wp(P.c.uffd, page_addr(i), PAGE_SIZE, 0))
+			pager_die("cannot unprotect a page of a failed memnode", (uintptr_t)page_addr(i), -EIO);
+		break;
+	case PTE_DIRTY:
+		P.pt[i] = e & ~PTE_KEEP;
+		break;
+	default: /* WBUF: the write buffer was taken home before the pass */
+		(void)d;
+		break;
+	}
+}
+
+/* Undoes every reference to d in [lo, hi); returns how many it found. With
+ * failed, d is gone (forget_ref), else it is leaving and alive. */
+static uint64_t clear_slice(uint64_t lo, uint64_t hi, unsigned d, bool failed)
 {
 	uint64_t found = 0;
 
@@ -141,6 +169,10 @@ static uint64_t clear_slice(uint64_t lo, uint64_t hi, unsigned d)
 		if (!on_node(e, d))
 			continue;
 		found++;
+		if (failed) {
+			forget_ref(i, d);
+			continue;
+		}
 		switch (pte_state(e)) {
 		case PTE_WBUF:
 			reclaim_flush_all(); /* now REMOTE on d: this entry again */
@@ -175,7 +207,7 @@ static void yield_to_faults(void)
 }
 
 /* One pass over the used parts of the heap and the mmap area. */
-static uint64_t pass(unsigned d)
+static uint64_t pass(unsigned d, bool failed)
 {
 	uint64_t found = 0;
 
@@ -185,14 +217,14 @@ static uint64_t pass(unsigned d)
 		for (uint64_t i = lo; i < (area ? P.map_hi : P.heap_hi); i += SLICE) {
 			uint64_t hi = area ? P.map_hi : P.heap_hi;
 
-			found += clear_slice(i, i + SLICE < hi ? i + SLICE : hi, d);
+			found += clear_slice(i, i + SLICE < hi ? i + SLICE : hi, d, failed);
 			yield_to_faults();
 		}
 	}
 	return found;
 }
 
-static void drain_node(unsigned d)
+void migrate_off(unsigned d)
 {
 	uint64_t found;
 	int err;
@@ -203,7 +235,7 @@ static void drain_node(unsigned d)
 		client_release(P.c.client, d, P.cursor[d].pfn, P.cursor[d].left);
 	P.cursor[d].left = 0;
 	do
-		found = pass(d);
+		found = pass(d, false);
 	while (found);
 	pthread_mutex_unlock(&P.lock);
 	err = client_done(P.c.client, d, moved);
@@ -215,23 +247,47 @@ static void drain_node(unsigned d)
 	STAT_ADD(P.c.stats, memnodes_drained, 1);
 }
 
-void *pager_migrator(void *arg)
+/* The pages in d's write buffer never left: they go back into the program. */
+static void take_wbuf_home(unsigned d)
 {
-	struct timespec tick = { 0, POLL_NS };
+	struct wbuf *wb = P.wb[d];
+	uint32_t pfn, count;
+	const void *data;
 
-	(void)arg;
+	wbuf_run(wb, &pfn, &count, &data);
+	for (uint32_t k = 0; k < count; k++) {
+		uint64_t idx;
+		bool cancelled;
+		int err;
+
+		wbuf_entry(wb, k, &idx, &cancelled);
+		if (cancelled || pte_state(P.pt[idx]) != PTE_WBUF || pte_node(P.pt[idx]) != d)
+			continue;
+		err = uffd_copy(P.c.uffd, page_addr(idx), (const char *)data + ((size_t)k << PAGE_SHIFT), PAGE_SIZE, 0, NULL);
+		if (err)
+			pager_die("cannot map home a page buffered for a failed memnode", (uintptr_t)page_addr(idx), err);
+		pager_became_resident(idx, PTE_DIRTY, 0, 0);
+	}
+	wbuf_clear(wb);
+}
+
+void migrate_forget(unsigned d)
+{
+	pthread_mutex_lock(&P.lock);
+	lost = 0;
+	P.cursor[d].left = 0;
+	take_wbuf_home(d);
+	pass(d, true);
+	if (lost) {
+		STAT_ADD(P.c.stats, pages_lost, lost);
+		log_error("memnode %u failed holding %llu pages that exist nowhere else: the program stops if it "
+			  "touches one", d, (unsigned long long)lost);
+	}
+	pthread_mutex_unlock(&P.lock);
+}
+
+int migrate_init(void)
+{
 	buf = rt_alloc((size_t)RUN_MAX << PAGE_SHIFT);
-	if (!buf) {
-		log_error("no memory to move pages off leaving memnodes; a drained memnode will lose them");
-		return NULL;
-	}
-	for (;;) {
-		uint64_t mask = client_evict_requests(P.c.client);
-
-		for (unsigned d = 0; d < P.nnodes; d++)
-			if (mask & (1ull << d))
-				drain_node(d);
-		nanosleep(&tick, NULL);
-	}
-	return NULL;
+	return buf ? 0 : -ENOMEM;
 }

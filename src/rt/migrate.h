@@ -1,12 +1,15 @@
-/* migrate: pages leave a memnode that is going away (its EVICT, docs/PROTOCOL.md
- * "Planned departure"). A service thread takes in the client's unsolicited
- * messages; when a memnode asks, every page with a frame there is moved to
- * another memnode, or mapped home when none has room, and the memnode is
- * told DONE. */
+/* migrate: pages and memnodes that go away. A leaving memnode (its EVICT,
+ * docs/PROTOCOL.md "Planned departure") has every page with a frame there
+ * moved to another memnode, or mapped home when none has room, and is told
+ * DONE; a failed one is forgotten: resident pages lose their copy there,
+ * remote ones are marked lost. Called from the membership thread. */
 #ifndef COMEX_RT_MIGRATE_H
 #define COMEX_RT_MIGRATE_H
 
-/* The service thread's body; never returns. */
-void *pager_migrator(void *arg);
+int migrate_init(void);
+/* Moves every page off node d (which said EVICT), then says DONE. */
+void migrate_off(unsigned d);
+/* Node d failed or left: no page refers to it afterwards (pages_lost). */
+void migrate_forget(unsigned d);
 
 #endif
