@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include "frame_pool.h"
 #include "log.h"
 #include "options.h"
+#include "pagecrypt.h"
 #include "proto.h"
 #include "transport.h"
 
@@ -40,6 +42,8 @@ struct node {
 	bool joining;                 /* out of use, a new session's HELLO is in flight */
 	int join_err;                 /* what ended the join attempt */
 	uint64_t join_t0;
+	struct pagecrypt_meta *meta;  /* encrypt: per frame (pool_frames), what opening it needs */
+	size_t meta_len;
 	bool drain_answered;          /* DRAINING received (comex drain) */
 	struct proto_msg drain_reply;
 	uint16_t nid;
@@ -76,6 +80,8 @@ struct comex_client {
 	unsigned nnodes;
 	struct node node[MAX_NODES];
 	struct auth_token token;
+	struct pagecrypt *crypt;      /* option encrypt: pages leave sealed */
+	uint8_t *bounce;              /* encrypt: PROTO_MAX_RW_FRAMES sealed pages on their way out */
 };
 
 static uint64_t now_ns(void)
@@ -380,6 +386,25 @@ static int send_with_credit(struct node *n, struct proto_msg *m)
 	return send_with_credit_bulk(n, m, NULL, 0, NULL, NULL);
 }
 
+/* encrypt: room for every frame's IV and tag, backed only where used. */
+static int meta_alloc(struct node *n)
+{
+	size_t len = n->pool_frames * sizeof(struct pagecrypt_meta);
+	void *p;
+
+	if (!n->c->crypt || !len)
+		return 0;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED) {
+		log_error("encrypt: no room for the keys of %s's %llu frames: %m", n->addr,
+			  (unsigned long long)n->pool_frames);
+		return -ENOMEM;
+	}
+	n->meta = p;
+	n->meta_len = len;
+	return 0;
+}
+
 static int hello(struct node *n)
 {
 	struct proto_msg m = { .type = PROTO_HELLO };
@@ -396,6 +421,8 @@ static int hello(struct node *n)
 		err = n->reply_err;
 	if (!err && n->rkey_len) /* the memnode offers one-sided access */
 		err = tp_set_rkey(n->ep, n->rkey, n->rkey_len);
+	if (!err)
+		err = meta_alloc(n);
 	if (err)
 		log_error("memnode %s: handshake failed: %s%s", n->addr, strerror(-err),
 			  err == -EACCES ? " (does our token-file hold the memnode's token?)" : "");
@@ -541,6 +568,36 @@ int client_flush(struct comex_client *c)
 	return first;
 }
 
+/* encrypt: count pages from src into the bounce buffer, sealed for their frames. */
+static int seal(struct node *n, uint32_t pfn, uint32_t count, const uint8_t *src)
+{
+	struct comex_client *c = n->c;
+	unsigned idx = (unsigned)(n - c->node);
+
+	for (uint32_t i = 0; i < count; i++)
+		if (pagecrypt_seal(c->crypt, idx, pfn + i, src + (size_t)i * FRAME_SIZE, c->bounce + (size_t)i * FRAME_SIZE,
+				   &n->meta[pfn + i]))
+			return -EIO;
+	return 0;
+}
+
+/* encrypt: opens count pages read into dst in place; a page that fails is
+ * named, and the read fails as a whole. */
+static int unseal(struct node *n, uint32_t pfn, uint32_t count, uint8_t *dst)
+{
+	struct comex_client *c = n->c;
+	unsigned idx = (unsigned)(n - c->node);
+
+	for (uint32_t i = 0; i < count; i++) {
+		if (!pagecrypt_open(c->crypt, idx, pfn + i, dst + (size_t)i * FRAME_SIZE, &n->meta[pfn + i]))
+			continue;
+		log_error("memnode %s: frame %u came back altered, or is not the copy we wrote (authentication failed)",
+			  n->addr, pfn + i);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
 /* One-sided when the memnode offered its key (data-path rma), otherwise a
  * READ or WRITE that the memnode checks against the frames it gave us. */
 static int transfer(struct node *n, enum tp_rma_kind kind, uint32_t pfn, uint32_t count, void *local)
@@ -553,6 +610,10 @@ static int transfer(struct node *n, enum tp_rma_kind kind, uint32_t pfn, uint32_
 		return n->fail_err;
 	if (!count || (uint64_t)pfn + count > n->pool_frames || count > PROTO_MAX_RW_FRAMES)
 		return -ERANGE;
+	if (n->c->crypt && kind == TP_PUT && (err = seal(n, pfn, count, local)))
+		return err;
+	if (n->c->crypt && kind == TP_PUT)
+		local = n->c->bounce;
 	if (n->rkey_len) {
 		err = tp_rma(n->ep, kind, local, count * FRAME_SIZE, n->base + pfn * FRAME_SIZE, &op);
 	} else {
@@ -571,6 +632,8 @@ static int transfer(struct node *n, enum tp_rma_kind kind, uint32_t pfn, uint32_
 		if (!err)
 			err = op.status;
 	}
+	if (!err && n->c->crypt && kind == TP_GET)
+		err = unseal(n, pfn, count, local);
 	if (err && err != -EPERM && err != -ERANGE)
 		node_fail(n, err);
 	return err;
@@ -659,6 +722,8 @@ static void node_reset(struct node *n)
 
 	if (n->ep)
 		tp_close(n->ep);
+	if (n->meta)
+		munmap(n->meta, n->meta_len);
 	memcpy(addr, n->addr, sizeof(addr));
 	memset(n, 0, sizeof(*n));
 	memcpy(n->addr, addr, sizeof(addr));
@@ -695,6 +760,8 @@ static int join_check(struct node *n)
 		return now_ns() - n->join_t0 < n->c->timeout_ns ? -EINPROGRESS : -ETIMEDOUT;
 	if (!err && n->rkey_len)
 		err = tp_set_rkey(n->ep, n->rkey, n->rkey_len);
+	if (!err)
+		err = meta_alloc(n);
 	n->joining = false;
 	if (err) {
 		tp_close(n->ep);
@@ -840,7 +907,30 @@ static int configure(struct comex_client *c, const struct options *o)
 		log_error("option op-timeout: must be above 0, or a dead memnode would hang the program");
 		return -EINVAL;
 	}
+	if (opt_num(o, OPT_ENCRYPT)) {
+		c->bounce = mmap(NULL, (size_t)PROTO_MAX_RW_FRAMES * FRAME_SIZE, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (c->bounce == MAP_FAILED) {
+			c->bounce = NULL;
+			return -ENOMEM;
+		}
+		int err = pagecrypt_create(&c->crypt);
+		if (err)
+			return err;
+	}
 	return *tok ? auth_token_load(tok, &c->token) : 0;
+}
+
+static void client_free(struct comex_client *c)
+{
+	for (unsigned i = 0; i < c->nnodes; i++)
+		if (c->node[i].meta)
+			munmap(c->node[i].meta, c->node[i].meta_len);
+	if (c->bounce)
+		munmap(c->bounce, (size_t)PROTO_MAX_RW_FRAMES * FRAME_SIZE);
+	pagecrypt_destroy(c->crypt);
+	explicit_bzero(&c->token, sizeof(c->token));
+	free(c);
 }
 
 static int connect_node(struct comex_client *c, const char *addr)
@@ -895,7 +985,7 @@ cleanup_tp:
 	client_close(c);
 	return err;
 cleanup_client:
-	free(c);
+	client_free(c);
 	return err;
 }
 
@@ -918,5 +1008,5 @@ void client_close(struct comex_client *c)
 	pthread_mutex_unlock(&c->lock);
 	tp_destroy(c->tp);
 	pthread_mutex_destroy(&c->lock);
-	free(c);
+	client_free(c);
 }
