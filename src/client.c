@@ -665,6 +665,18 @@ int client_write(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t c
 	return err;
 }
 
+/* A request whose answer sets what answered() looks for; its ERROR, if any. */
+static int ask(struct node *n, struct proto_msg *m, bool (*answered)(struct node *))
+{
+	int err;
+
+	n->reply_err = 0;
+	err = send_with_credit(n, m);
+	if (!err)
+		err = wait_for(n, answered, NULL);
+	return err ? err : n->reply_err;
+}
+
 int client_node_stats(struct comex_client *c, unsigned node, struct client_node_stats *out)
 {
 	struct node *n = get_node(c, node);
@@ -674,14 +686,8 @@ int client_node_stats(struct comex_client *c, unsigned node, struct client_node_
 	if (!n)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	n->reply_err = 0;
-	err = send_with_credit(n, &m);
-	if (!err) {
-		n->stats_pending = true;
-		err = wait_for(n, stats_done, NULL);
-	}
-	if (!err)
-		err = n->reply_err;
+	n->stats_pending = true;
+	err = ask(n, &m, stats_done);
 	if (!err)
 		*out = (struct client_node_stats){
 			.nid = n->nid, .pool_free_frames = n->fp.frames,
@@ -853,12 +859,8 @@ int client_drain(struct comex_client *c, unsigned node, uint32_t *clients_out, u
 	if (!n)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	n->reply_err = 0;
-	err = send_with_credit(n, &m);
-	if (!err)
-		err = wait_for(n, drain_answered, NULL);
-	if (!err)
-		err = n->reply_err;
+	n->drain_answered = false;
+	err = ask(n, &m, drain_answered);
 	if (!err) {
 		*clients_out = n->drain_reply.u.draining.clients;
 		*frames_out = n->drain_reply.u.draining.frames;
