@@ -38,6 +38,9 @@
 #define GROW_RESERVE_MIN (32ull << 20)
 #define GROW_RESERVE_MAX (1ull << 30)
 #define GROW_RETRY_NS 100000000ull
+/* Draining: the loop looks at least this often for clients that connected
+ * meanwhile (they are told to leave too). */
+#define DRAIN_TICK_NS 100000000ull
 
 /* The pool: [base, base + committed) is populated (and locked if asked);
  * a growing pool reserves [base, base + max) up front, committing it as
@@ -53,6 +56,7 @@ struct mconn {
 	uint32_t conn;           /* serve.c connection id; 0 once disconnected */
 	struct tp_ep *ep;
 	uint64_t close_at;       /* 0: open; else monotonic ns when to force-close */
+	bool evict_sent;         /* draining: this client has been sent its EVICT */
 	struct mconn *next;
 };
 
@@ -382,7 +386,8 @@ static bool has_work(void *arg)
 	struct memnode *m = arg;
 	uint64_t frames;
 
-	return stop_now(m) || m->close_due || drain_due(m) || (m->drain_until && !serve_drain_left(m->serve, &frames));
+	return stop_now(m) || m->close_due || drain_due(m) ||
+	       (m->drain_until && !serve_drain_left(m->serve, &frames) && !m->conns);
 }
 
 /* Force-closes every connection whose time has come; returns the earliest
@@ -413,8 +418,6 @@ static uint64_t reap(struct memnode *m, bool all)
 static void drain_begin(struct memnode *m)
 {
 	uint64_t frames;
-	uint8_t buf[PROTO_MAX_MSG];
-	size_t len;
 	int left;
 
 	serve_drain(m->serve);
@@ -422,23 +425,38 @@ static void drain_begin(struct memnode *m)
 	m->drain_until = now_ns() + (m->drain_ns ? m->drain_ns : 1);
 	log_info("draining: %d clients hold %llu frames; asking them to move their pages (drain-timeout %llu ms)",
 		 left, (unsigned long long)frames, (unsigned long long)(m->drain_ns / 1000000));
-	for (struct mconn *c = m->conns; c; c = c->next)
-		if (c->conn && !serve_evict(m->serve, c->conn, (uint32_t)(m->drain_ns / 1000000), buf, sizeof(buf), &len))
-			send_reply(m, c, buf, len, NULL, 0);
+}
+
+/* Every client that owes a DONE gets one EVICT: those connected when the
+ * drain began, and any that connects while it lasts. */
+static void send_evicts(struct memnode *m)
+{
+	uint8_t buf[PROTO_MAX_MSG];
+	size_t len;
+
+	for (struct mconn *c = m->conns; c; c = c->next) {
+		if (!c->conn || c->evict_sent ||
+		    serve_evict(m->serve, c->conn, (uint32_t)(m->drain_ns / 1000000), buf, sizeof(buf), &len))
+			continue;
+		c->evict_sent = true;
+		send_reply(m, c, buf, len, NULL, 0);
+	}
 }
 
 /* Draining: true once every client answered DONE (or left) and every
- * session is closed, or when drain-timeout passed (said loudly). */
-static bool drain_over(struct memnode *m, uint64_t next_close)
+ * connection is closed (so the last replies went out), or when
+ * drain-timeout passed (said loudly if a client still holds frames). */
+static bool drain_over(struct memnode *m)
 {
 	uint64_t frames;
 	int left = serve_drain_left(m->serve, &frames);
+	bool late = now_ns() >= m->drain_until;
 
-	if (left == 0 && !next_close) {
+	if (left == 0 && (!m->conns || late)) {
 		log_info("drain complete: every client took its pages elsewhere; exiting");
 		return true;
 	}
-	if (left > 0 && now_ns() >= m->drain_until) {
+	if (left > 0 && late) {
 		log_error("DRAIN INCOMPLETE after %llu ms: %d clients still hold %llu frames here; exiting loses "
 			  "those pages (their programs stop unless they have another copy)",
 			  (unsigned long long)(m->drain_ns / 1000000), left, (unsigned long long)frames);
@@ -458,6 +476,8 @@ static int event_loop(struct memnode *m, uint64_t spin_ns)
 
 		if (m->drain_until && (!wake || m->drain_until < wake))
 			wake = m->drain_until;
+		if (m->drain_until && wake > now + DRAIN_TICK_NS) /* a latecomer's EVICT goes out soon */
+			wake = now + DRAIN_TICK_NS;
 		timeout = wake ? (wake > now ? wake - now : 1) : 0;
 		err = tp_run(m->tp, has_work, m, spin_ns, timeout);
 		if (err && err != -ETIMEDOUT && err != -EINTR)
@@ -465,7 +485,9 @@ static int event_loop(struct memnode *m, uint64_t spin_ns)
 		next = reap(m, false);
 		if (drain_due(m))
 			drain_begin(m);
-		if (m->drain_until && drain_over(m, next))
+		if (m->drain_until)
+			send_evicts(m);
+		if (m->drain_until && drain_over(m))
 			return 0;
 	}
 	if (m->drain_until)

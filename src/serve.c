@@ -137,6 +137,7 @@ static int on_hello(struct req *q)
 		return SERVE_CLOSE;
 	}
 	c->authenticated = true;
+	c->told = q->s->draining; /* a latecomer is told to leave too (it holds nothing yet) */
 	log_info("conn %u client %#" PRIx64 ": connected%s", c->id, c->client_id,
 		 cfg->token ? "" : " (no authentication)");
 	q->r->type = PROTO_WELCOME;

@@ -257,7 +257,7 @@ static struct expect predict(struct harness *h, unsigned k, const struct proto_m
 		predict_request(h, k, req, &e, bulk_len);
 	}
 	if (e.type == PROTO_WELCOME)
-		h->authed[k] = true;
+		h->authed[k] = true, h->told[k] = h->draining;
 	e.close = (e.type == PROTO_ERROR && !h->authed[k]) || e.type == PROTO_GOODBYE;
 	return e;
 }
