@@ -66,7 +66,7 @@ struct memnode {
 	struct mconn *conns;
 	unsigned close_due;      /* conns whose close is due now (error seen) */
 	uint64_t drain_ns;       /* option drain-timeout; 0: a signal stops at once */
-	uint64_t drain_until;    /* monotonic ns: draining since, give up then (0: not draining) */
+	uint64_t drain_until;    /* draining: monotonic ns when it gives up (UINT64_MAX: never); 0: not draining */
 	uint8_t reply[PROTO_MAX_MSG];
 };
 
@@ -422,7 +422,9 @@ static void drain_begin(struct memnode *m)
 
 	serve_drain(m->serve);
 	left = serve_drain_left(m->serve, &frames);
-	m->drain_until = now_ns() + (m->drain_ns ? m->drain_ns : 1);
+	/* drain-timeout 0 only makes a signal stop at once: a DRAIN then waits for
+	 * the clients however long it takes (a signal still stops it) */
+	m->drain_until = m->drain_ns ? now_ns() + m->drain_ns : UINT64_MAX;
 	log_info("draining: %d clients hold %llu frames; asking them to move their pages (drain-timeout %llu ms)",
 		 left, (unsigned long long)frames, (unsigned long long)(m->drain_ns / 1000000));
 }
