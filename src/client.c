@@ -190,8 +190,12 @@ static void handle_error_reply(struct node *n, const struct proto_msg *m, const 
 {
 	int code = m->u.error.error > 0 ? m->u.error.error : EPROTO; /* the codec accepts any value */
 
-	log_error("memnode %s rejected our %s: %s (%.*s)", n->addr, proto_type_name(p->type),
-		  strerror(code), (int)m->u.error.text_len, m->u.error.text);
+	if (n->joining) /* a reconnection attempt: retried later, said once per attempt at info level */
+		log_info("memnode %s refused us: %s (%.*s)", n->addr, strerror(code), (int)m->u.error.text_len,
+			 m->u.error.text);
+	else
+		log_error("memnode %s rejected our %s: %s (%.*s)", n->addr, proto_type_name(p->type),
+			  strerror(code), (int)m->u.error.text_len, m->u.error.text);
 	if (p->op)
 		p->op->status = -code, p->op->done = true;
 	else if (p->type == PROTO_ALLOC)

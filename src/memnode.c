@@ -38,9 +38,6 @@
 #define GROW_RESERVE_MIN (32ull << 20)
 #define GROW_RESERVE_MAX (1ull << 30)
 #define GROW_RETRY_NS 100000000ull
-/* Draining: the loop looks at least this often for clients that connected
- * meanwhile (they are told to leave too). */
-#define DRAIN_TICK_NS 100000000ull
 
 /* The pool: [base, base + committed) is populated (and locked if asked);
  * a growing pool reserves [base, base + max) up front, committing it as
@@ -429,8 +426,8 @@ static void drain_begin(struct memnode *m)
 		 left, (unsigned long long)frames, (unsigned long long)(m->drain_ns / 1000000));
 }
 
-/* Every client that owes a DONE gets one EVICT: those connected when the
- * drain began, and any that connects while it lasts. */
+/* Every client that owes a DONE (those connected when the drain began; no
+ * new one is accepted) gets one EVICT. */
 static void send_evicts(struct memnode *m)
 {
 	uint8_t buf[PROTO_MAX_MSG];
@@ -478,8 +475,6 @@ static int event_loop(struct memnode *m, uint64_t spin_ns)
 
 		if (m->drain_until && (!wake || m->drain_until < wake))
 			wake = m->drain_until;
-		if (m->drain_until && wake > now + DRAIN_TICK_NS) /* a latecomer's EVICT goes out soon */
-			wake = now + DRAIN_TICK_NS;
 		timeout = wake ? (wake > now ? wake - now : 1) : 0;
 		err = tp_run(m->tp, has_work, m, spin_ns, timeout);
 		if (err && err != -ETIMEDOUT && err != -EINTR)

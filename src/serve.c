@@ -136,8 +136,11 @@ static int on_hello(struct req *q)
 		reject(q, -EACCES, "bad token");
 		return SERVE_CLOSE;
 	}
+	if (q->s->draining) { /* leaving: nothing new comes here, nobody new either */
+		reject(q, -ESHUTDOWN, "this memnode is leaving (draining)");
+		return SERVE_CLOSE;
+	}
 	c->authenticated = true;
-	c->told = q->s->draining; /* a latecomer is told to leave too (it holds nothing yet) */
 	log_info("conn %u client %#" PRIx64 ": connected%s", c->id, c->client_id,
 		 cfg->token ? "" : " (no authentication)");
 	q->r->type = PROTO_WELCOME;

@@ -33,7 +33,7 @@
  * every message, that a frame is never handed out twice or freed by another
  * connection, that a NACK comes exactly when no aligned free run of the order
  * is left (the buddy coalesces fully), and that the free count adds up. Once
- * a DRAIN was served: every ALLOC gets NACK(-1), exactly the connections that
+ * a DRAIN was served: HELLO is refused, every ALLOC gets NACK(-1), exactly the connections that
  * owe a DONE get an EVICT (serve_evict, checked after every message) naming
  * the frames they hold, DRAINING counts them, and DONE ends the session. */
 
@@ -195,6 +195,8 @@ static void predict_request(struct harness *h, unsigned k, const struct proto_ms
 			e->error = -EALREADY;
 		else if (!token_ok(req))
 			e->error = -EACCES;
+		else if (h->draining)
+			e->error = -ESHUTDOWN;
 		else
 			e->type = PROTO_WELCOME;
 		break;
@@ -257,7 +259,7 @@ static struct expect predict(struct harness *h, unsigned k, const struct proto_m
 		predict_request(h, k, req, &e, bulk_len);
 	}
 	if (e.type == PROTO_WELCOME)
-		h->authed[k] = true, h->told[k] = h->draining;
+		h->authed[k] = true;
 	e.close = (e.type == PROTO_ERROR && !h->authed[k]) || e.type == PROTO_GOODBYE;
 	return e;
 }
