@@ -118,3 +118,23 @@ int check_main(const struct options *o, uint32_t pages)
 	printf("%s\n", err ? "check FAILED" : "check passed: every page came back intact");
 	return err;
 }
+
+int drain_main(const struct options *o)
+{
+	struct comex_client *c;
+	uint32_t clients = 0;
+	uint64_t frames = 0;
+	int err = client_connect(o, &c);
+
+	if (err)
+		return err;
+	err = client_drain(c, 0, &clients, &frames);
+	client_close(c);
+	if (err) {
+		printf("drain FAILED: %s\n", strerror(-err));
+		return err;
+	}
+	printf("memnode %s is draining: %u clients told to move their pages (%llu frames); it exits when they are "
+	       "done or after its drain-timeout\n", opt_str(o, OPT_MEMNODE), clients, (unsigned long long)frames);
+	return 0;
+}

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include "frame_pool.h"
 #include "log.h"
 #include "options.h"
+#include "pagecrypt.h"
 #include "proto.h"
 #include "transport.h"
 
@@ -36,6 +38,14 @@ struct node {
 	struct tp_ep *ep;
 	int fail_err;                 /* 0 while healthy */
 	bool welcomed, goodbye, stats_pending;
+	bool evicting;                /* the memnode is leaving (EVICT): nothing new goes there */
+	bool joining;                 /* out of use, a new session's HELLO is in flight */
+	int join_err;                 /* what ended the join attempt */
+	uint64_t join_t0;
+	struct pagecrypt_meta *meta;  /* encrypt: per frame (pool_frames), what opening it needs */
+	size_t meta_len;
+	bool drain_answered;          /* DRAINING received (comex drain) */
+	struct proto_msg drain_reply;
 	uint16_t nid;
 	uint32_t credits;
 	uint64_t base, pool_frames;
@@ -70,6 +80,8 @@ struct comex_client {
 	unsigned nnodes;
 	struct node node[MAX_NODES];
 	struct auth_token token;
+	struct pagecrypt *crypt;      /* option encrypt: pages leave sealed */
+	uint8_t *bounce;              /* encrypt: PROTO_MAX_RW_FRAMES sealed pages on their way out */
 };
 
 static uint64_t now_ns(void)
@@ -82,9 +94,16 @@ static uint64_t now_ns(void)
 
 static void node_fail(struct node *n, int err)
 {
+	if (n->joining) { /* a reconnection attempt failed: its caller retries later, quietly */
+		if (!n->join_err)
+			n->join_err = err;
+		return;
+	}
 	if (n->fail_err)
 		return;
 	n->fail_err = err;
+	if (n->goodbye) /* the session ended as agreed (BYE, DONE): the close is no failure */
+		return;
 	log_error("memnode %s (nid %u) failed: %s; its frames are unreachable", n->addr, n->nid, strerror(-err));
 }
 
@@ -171,8 +190,12 @@ static void handle_error_reply(struct node *n, const struct proto_msg *m, const 
 {
 	int code = m->u.error.error > 0 ? m->u.error.error : EPROTO; /* the codec accepts any value */
 
-	log_error("memnode %s rejected our %s: %s (%.*s)", n->addr, proto_type_name(p->type),
-		  strerror(code), (int)m->u.error.text_len, m->u.error.text);
+	if (n->joining) /* a reconnection attempt: retried later, said once per attempt at info level */
+		log_info("memnode %s refused us: %s (%.*s)", n->addr, strerror(code), (int)m->u.error.text_len,
+			 m->u.error.text);
+	else
+		log_error("memnode %s rejected our %s: %s (%.*s)", n->addr, proto_type_name(p->type),
+			  strerror(code), (int)m->u.error.text_len, m->u.error.text);
 	if (p->op)
 		p->op->status = -code, p->op->done = true;
 	else if (p->type == PROTO_ALLOC)
@@ -252,6 +275,10 @@ static void handle_reply(struct node *n, const struct proto_msg *m, const struct
 	case PROTO_GOODBYE:
 		n->goodbye = true;
 		break;
+	case PROTO_DRAINING:
+		n->drain_reply = *m;
+		n->drain_answered = true;
+		break;
 	case PROTO_ERROR:
 		handle_error_reply(n, m, p);
 		break;
@@ -272,6 +299,13 @@ static void on_recv(void *arg, struct tp_ep *ep, void *user, const void *msg, si
 	if (err) {
 		log_error("malformed %zu-byte reply from memnode %s: %s", len, n->addr, strerror(-err));
 		node_fail(n, -EPROTO);
+		return;
+	}
+	if (m.type == PROTO_EVICT) { /* unsolicited: the memnode is leaving */
+		if (!n->evicting)
+			log_info("memnode %s is leaving: moving our pages (%llu frames there) elsewhere", n->addr,
+				 (unsigned long long)m.u.evict.frames);
+		n->evicting = true;
 		return;
 	}
 	if (!pop_pending(n, m.seq, &p)) {
@@ -333,6 +367,7 @@ static bool alloc_settled(struct node *n) { return !n->alloc_pending; }
 static bool no_pending(struct node *n) { return n->npend == 0; }
 static bool stats_done(struct node *n) { return !n->stats_pending || n->reply_err; }
 static bool said_goodbye(struct node *n) { return n->goodbye; }
+static bool drain_answered(struct node *n) { return n->drain_answered || n->reply_err; }
 
 /* Sends m, first waiting for a credit when all are in use (HPBD §4.2). */
 static int send_with_credit_bulk(struct node *n, struct proto_msg *m, const void *bulk, size_t bulk_len,
@@ -355,6 +390,25 @@ static int send_with_credit(struct node *n, struct proto_msg *m)
 	return send_with_credit_bulk(n, m, NULL, 0, NULL, NULL);
 }
 
+/* encrypt: room for every frame's IV and tag, backed only where used. */
+static int meta_alloc(struct node *n)
+{
+	size_t len = n->pool_frames * sizeof(struct pagecrypt_meta);
+	void *p;
+
+	if (!n->c->crypt || !len)
+		return 0;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED) {
+		log_error("encrypt: no room for the keys of %s's %llu frames: %m", n->addr,
+			  (unsigned long long)n->pool_frames);
+		return -ENOMEM;
+	}
+	n->meta = p;
+	n->meta_len = len;
+	return 0;
+}
+
 static int hello(struct node *n)
 {
 	struct proto_msg m = { .type = PROTO_HELLO };
@@ -371,6 +425,8 @@ static int hello(struct node *n)
 		err = n->reply_err;
 	if (!err && n->rkey_len) /* the memnode offers one-sided access */
 		err = tp_set_rkey(n->ep, n->rkey, n->rkey_len);
+	if (!err)
+		err = meta_alloc(n);
 	if (err)
 		log_error("memnode %s: handshake failed: %s%s", n->addr, strerror(-err),
 			  err == -EACCES ? " (does our token-file hold the memnode's token?)" : "");
@@ -438,7 +494,7 @@ int client_alloc(struct comex_client *c, unsigned node, uint32_t want, uint32_t 
 	if (!n || !want)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	err = n->fail_err;
+	err = n->fail_err ? n->fail_err : n->evicting ? -ENOSPC : 0;
 	if (!err)
 		err = fill_pool(n);
 	if (!err) {
@@ -493,7 +549,7 @@ int client_release(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t
 	if (!n || !count || (uint64_t)pfn + count > n->pool_frames)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	err = queue_release(n, pfn, count);
+	err = n->fail_err ? n->fail_err : queue_release(n, pfn, count); /* a gone node freed them all */
 	pthread_mutex_unlock(&c->lock);
 	return err;
 }
@@ -514,6 +570,36 @@ int client_flush(struct comex_client *c)
 	}
 	pthread_mutex_unlock(&c->lock);
 	return first;
+}
+
+/* encrypt: count pages from src into the bounce buffer, sealed for their frames. */
+static int seal(struct node *n, uint32_t pfn, uint32_t count, const uint8_t *src)
+{
+	struct comex_client *c = n->c;
+	unsigned idx = (unsigned)(n - c->node);
+
+	for (uint32_t i = 0; i < count; i++)
+		if (pagecrypt_seal(c->crypt, idx, pfn + i, src + (size_t)i * FRAME_SIZE, c->bounce + (size_t)i * FRAME_SIZE,
+				   &n->meta[pfn + i]))
+			return -EIO;
+	return 0;
+}
+
+/* encrypt: opens count pages read into dst in place; a page that fails is
+ * named, and the read fails as a whole. */
+static int unseal(struct node *n, uint32_t pfn, uint32_t count, uint8_t *dst)
+{
+	struct comex_client *c = n->c;
+	unsigned idx = (unsigned)(n - c->node);
+
+	for (uint32_t i = 0; i < count; i++) {
+		if (!pagecrypt_open(c->crypt, idx, pfn + i, dst + (size_t)i * FRAME_SIZE, &n->meta[pfn + i]))
+			continue;
+		log_error("memnode %s: frame %u came back altered, or is not the copy we wrote (authentication failed)",
+			  n->addr, pfn + i);
+		return -EBADMSG;
+	}
+	return 0;
 }
 
 /* Completes a transfer started by transfer_start (op), waiting for it. */
@@ -550,6 +636,10 @@ static int transfer_start(struct node *n, enum tp_rma_kind kind, uint32_t pfn, u
 		return n->fail_err;
 	if (!count || (uint64_t)pfn + count > n->pool_frames || count > PROTO_MAX_RW_FRAMES)
 		return -ERANGE;
+	if (n->c->crypt && kind == TP_PUT && (err = seal(n, pfn, count, local)))
+		return err;
+	if (n->c->crypt && kind == TP_PUT)
+		local = n->c->bounce;
 	if (n->rkey_len) {
 		err = tp_rma(n->ep, kind, local, count * FRAME_SIZE, n->base + pfn * FRAME_SIZE, op);
 	} else {
@@ -567,7 +657,11 @@ static int transfer(struct node *n, enum tp_rma_kind kind, uint32_t pfn, uint32_
 	struct tp_op op;
 	int err = transfer_start(n, kind, pfn, count, local, &op);
 
-	return err ? err : transfer_finish(n, kind, &op);
+	if (!err)
+		err = transfer_finish(n, kind, &op);
+	if (!err && n->c->crypt && kind == TP_GET && (err = unseal(n, pfn, count, local)))
+		node_fail(n, err);
+	return err;
 }
 
 int client_read(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst)
@@ -605,7 +699,12 @@ int client_write_start(struct comex_client *c, unsigned node, uint32_t pfn, uint
 	if (!n)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	err = transfer_start(n, TP_PUT, pfn, count, (void *)src, op);
+	if (c->crypt) { /* sealed pages go out from the one bounce buffer: at once */
+		err = transfer(n, TP_PUT, pfn, count, (void *)src);
+		*op = (struct tp_op){ .done = true, .status = err };
+	} else {
+		err = transfer_start(n, TP_PUT, pfn, count, (void *)src, op);
+	}
 	pthread_mutex_unlock(&c->lock);
 	return err;
 }
@@ -623,6 +722,18 @@ int client_write_wait(struct comex_client *c, unsigned node, struct tp_op *op)
 	return err;
 }
 
+/* A request whose answer sets what answered() looks for; its ERROR, if any. */
+static int ask(struct node *n, struct proto_msg *m, bool (*answered)(struct node *))
+{
+	int err;
+
+	n->reply_err = 0;
+	err = send_with_credit(n, m);
+	if (!err)
+		err = wait_for(n, answered, NULL);
+	return err ? err : n->reply_err;
+}
+
 int client_node_stats(struct comex_client *c, unsigned node, struct client_node_stats *out)
 {
 	struct node *n = get_node(c, node);
@@ -632,14 +743,8 @@ int client_node_stats(struct comex_client *c, unsigned node, struct client_node_
 	if (!n)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	n->reply_err = 0;
-	err = send_with_credit(n, &m);
-	if (!err) {
-		n->stats_pending = true;
-		err = wait_for(n, stats_done, NULL);
-	}
-	if (!err)
-		err = n->reply_err;
+	n->stats_pending = true;
+	err = ask(n, &m, stats_done);
 	if (!err)
 		*out = (struct client_node_stats){
 			.nid = n->nid, .pool_free_frames = n->fp.frames,
@@ -649,6 +754,179 @@ int client_node_stats(struct comex_client *c, unsigned node, struct client_node_
 			.rtt_us = n->rtt_us, .threshold = threshold(n),
 			.threshold_suggested = suggested_threshold(n),
 		};
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
+static bool always(void *arg) { (void)arg; return true; }
+
+void client_poll(struct comex_client *c, struct client_health *out)
+{
+	struct client_health h = { 0 };
+
+	pthread_mutex_lock(&c->lock);
+	tp_run(c->tp, always, NULL, 0, 0); /* progress once, never waits */
+	for (unsigned i = 0; i < c->nnodes && i < 64; i++) {
+		if (c->node[i].fail_err)
+			h.out |= 1ull << i;
+		else if (c->node[i].evicting)
+			h.evicting |= 1ull << i;
+	}
+	pthread_mutex_unlock(&c->lock);
+	*out = h;
+}
+
+/* A fresh session's state: everything of the old one forgotten but the
+ * address (its frames died with it, or were given back at DONE). */
+static void node_reset(struct node *n)
+{
+	struct comex_client *c = n->c;
+	char addr[sizeof(n->addr)];
+
+	if (n->ep)
+		tp_close(n->ep);
+	if (n->meta)
+		munmap(n->meta, n->meta_len);
+	memcpy(addr, n->addr, sizeof(addr));
+	memset(n, 0, sizeof(*n));
+	memcpy(n->addr, addr, sizeof(addr));
+	n->c = c;
+	frame_pool_init(&n->fp);
+	n->nack_order = -2;
+	n->fail_err = -ENOTCONN;
+}
+
+static int join_start(struct node *n)
+{
+	struct proto_msg m = { .type = PROTO_HELLO };
+	int err;
+
+	node_reset(n);
+	err = tp_connect(n->c->tp, n->addr, n, &n->ep);
+	if (err)
+		return err;
+	n->joining = true;
+	n->join_t0 = now_ns();
+	n->credits = 1; /* until WELCOME grants more */
+	m.u.hello.client_id = n->c->client_id;
+	m.u.hello.token_len = n->c->token.len;
+	m.u.hello.token = n->c->token.bytes;
+	err = send_msg(n, &m);
+	return err ? err : -EINPROGRESS;
+}
+
+static int join_check(struct node *n)
+{
+	int err = n->join_err ? n->join_err : n->reply_err;
+
+	if (!err && !n->welcomed)
+		return now_ns() - n->join_t0 < n->c->timeout_ns ? -EINPROGRESS : -ETIMEDOUT;
+	if (!err && n->rkey_len)
+		err = tp_set_rkey(n->ep, n->rkey, n->rkey_len);
+	if (!err)
+		err = meta_alloc(n);
+	n->joining = false;
+	if (err) {
+		tp_close(n->ep);
+		n->ep = NULL;
+		n->fail_err = err;
+		return err;
+	}
+	n->fail_err = 0;
+	log_info("memnode %s (nid %u) connected: new pages may go there", n->addr, n->nid);
+	return 0;
+}
+
+int client_rejoin(struct comex_client *c, unsigned node)
+{
+	struct node *n = get_node(c, node);
+	int err;
+
+	if (!n)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	err = !n->fail_err ? 0 : n->joining ? join_check(n) : join_start(n);
+	if (err && err != -EINPROGRESS && n->joining) { /* the start failed */
+		n->joining = false;
+		n->fail_err = err;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
+int client_add_node(struct comex_client *c, const char *addr, unsigned *node_out)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&c->lock);
+	for (unsigned i = 0; i < c->nnodes && !err; i++)
+		if (!strcmp(c->node[i].addr, addr))
+			err = -EEXIST;
+	if (!err && c->nnodes == MAX_NODES)
+		err = -E2BIG;
+	if (!err && strlen(addr) >= sizeof(c->node[0].addr))
+		err = -ENAMETOOLONG;
+	if (!err) {
+		struct node *n = &c->node[c->nnodes];
+
+		snprintf(n->addr, sizeof(n->addr), "%s", addr);
+		n->c = c;
+		node_reset(n);
+		*node_out = c->nnodes++;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
+int client_done(struct comex_client *c, unsigned node, uint64_t moved)
+{
+	struct node *n = get_node(c, node);
+	struct proto_msg m = { .type = PROTO_DONE };
+	int err;
+
+	if (!n || !n->evicting)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	err = send_releases(n);
+	if (!err)
+		err = wait_for(n, no_pending, NULL);
+	m.u.finished.moved = moved;
+	if (!err)
+		err = send_with_credit(n, &m);
+	if (!err)
+		err = wait_for(n, said_goodbye, NULL);
+	if (!err) {
+		log_info("memnode %s: drained, %llu of our pages moved elsewhere; no longer used", n->addr,
+			 (unsigned long long)moved);
+		n->fail_err = -ESHUTDOWN;
+	}
+	if (n->ep)
+		tp_close(n->ep);
+	n->ep = NULL;
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
+int client_drain(struct comex_client *c, unsigned node, uint32_t *clients_out, uint64_t *frames_out)
+{
+	struct node *n = get_node(c, node);
+	struct proto_msg m = { .type = PROTO_DRAIN };
+	int err;
+
+	if (!n)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	n->drain_answered = false;
+	err = ask(n, &m, drain_answered);
+	if (!err) {
+		*clients_out = n->drain_reply.u.draining.clients;
+		*frames_out = n->drain_reply.u.draining.frames;
+		/* we hold nothing there and the memnode may exit any moment: hang up, no BYE */
+		n->goodbye = true;
+		n->fail_err = -ESHUTDOWN;
+		tp_close(n->ep);
+		n->ep = NULL;
+	}
 	pthread_mutex_unlock(&c->lock);
 	return err;
 }
@@ -688,7 +966,30 @@ static int configure(struct comex_client *c, const struct options *o)
 		log_error("option op-timeout: must be above 0, or a dead memnode would hang the program");
 		return -EINVAL;
 	}
+	if (opt_num(o, OPT_ENCRYPT)) {
+		c->bounce = mmap(NULL, (size_t)PROTO_MAX_RW_FRAMES * FRAME_SIZE, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (c->bounce == MAP_FAILED) {
+			c->bounce = NULL;
+			return -ENOMEM;
+		}
+		int err = pagecrypt_create(&c->crypt);
+		if (err)
+			return err;
+	}
 	return *tok ? auth_token_load(tok, &c->token) : 0;
+}
+
+static void client_free(struct comex_client *c)
+{
+	for (unsigned i = 0; i < c->nnodes; i++)
+		if (c->node[i].meta)
+			munmap(c->node[i].meta, c->node[i].meta_len);
+	if (c->bounce)
+		munmap(c->bounce, (size_t)PROTO_MAX_RW_FRAMES * FRAME_SIZE);
+	pagecrypt_destroy(c->crypt);
+	explicit_bzero(&c->token, sizeof(c->token));
+	free(c);
 }
 
 static int connect_node(struct comex_client *c, const char *addr)
@@ -743,7 +1044,7 @@ cleanup_tp:
 	client_close(c);
 	return err;
 cleanup_client:
-	free(c);
+	client_free(c);
 	return err;
 }
 
@@ -766,5 +1067,5 @@ void client_close(struct comex_client *c)
 	pthread_mutex_unlock(&c->lock);
 	tp_destroy(c->tp);
 	pthread_mutex_destroy(&c->lock);
-	free(c);
+	client_free(c);
 }

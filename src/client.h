@@ -42,6 +42,26 @@ int client_write_start(struct comex_client *c, unsigned node, uint32_t pfn, uint
 		       struct tp_op *op);
 int client_write_wait(struct comex_client *c, unsigned node, struct tp_op *op);
 
+/* Node health, bit i for node i: evicting = asked us to take our pages
+ * elsewhere (EVICT), and client_alloc() refuses it (-ENOSPC); out = not in
+ * use (failed, drained, or added and not connected yet). */
+struct client_health { uint64_t evicting, out; };
+/* Progresses without waiting (unsolicited messages are taken in) and says
+ * how every node is. */
+void client_poll(struct comex_client *c, struct client_health *out);
+/* Brings a node that is out of use back, one step per call that never
+ * waits: -EINPROGRESS while its handshake runs, 0 once it is in use again
+ * (a fresh session: nothing of the old one is valid), another error when
+ * this attempt failed (call again later to retry). */
+int client_rejoin(struct comex_client *c, unsigned node);
+/* A memnode added while running: out of use until client_rejoin() brings it in. */
+int client_add_node(struct comex_client *c, const char *addr, unsigned *node_out);
+/* Our pages are off node: sends queued releases, DONE (moved pages), and
+ * stops using the node (later calls on it fail with -ESHUTDOWN). */
+int client_done(struct comex_client *c, unsigned node, uint64_t moved);
+/* comex drain: asks node to drain; its answer: clients told, frames they hold. */
+int client_drain(struct comex_client *c, unsigned node, uint32_t *clients_out, uint64_t *frames_out);
+
 struct client_node_stats {
 	uint16_t nid;                  /* the memnode's own id */
 	uint64_t pool_free_frames;     /* in our local frame pool */

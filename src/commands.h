@@ -12,6 +12,7 @@
 	X("status",       "[--json] [--clients] [--interval SECONDS] [--memnode HOST:PORT,...] [--token-file FILE]", "one line per memnode (pool, used, free, clients, requests/s, up/failed/draining) and the imbalance (max/mean used); exit 1 if a memnode failed") \
 	X("exporter",     "[--listen HOST:PORT] [--once]",                                "serve the counters of this host's comex programs to Prometheus (default 127.0.0.1:9730); --once prints them") \
 	X("check",        "[OPTIONS] [PAGES]",                                            "write, read back and verify pages on every --memnode") \
+	X("drain",        "[--token-file FILE] HOST:PORT",                                "ask that memnode's clients to move their pages elsewhere; it then exits (docs/RELIABILITY.md)") \
 	X("token",        "FILE",                                                         "create a cluster token file (mode 0600)") \
 	X("help-options", "[--markdown | --man PAGE]",                                    "list every option; PAGE is comex, comex-run or comex-memnode") \
 	X("version",      "",                                                             "print the version")

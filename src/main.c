@@ -51,6 +51,24 @@ static int cmd_check(int argc, char **argv)
 	return check_main(&o, pages) ? 1 : 0;
 }
 
+/* comex drain HOST:PORT: the memnode there asks its clients to take their
+ * pages elsewhere and exits when they are done (docs/PROTOCOL.md, DRAIN). */
+static int cmd_drain(int argc, char **argv)
+{
+	static struct options o;
+	int first, err = options_configure(&o, SC_CLIENT, argc, argv, &first);
+
+	if (err)
+		return err == -ECANCELED ? 0 : 2;
+	if (first != argc - 1) {
+		log_error("usage: comex drain [--token-file FILE] HOST:PORT");
+		return 2;
+	}
+	if (options_set(&o, "memnode", argv[first], "command line"))
+		return 2;
+	return drain_main(&o) ? 1 : 0;
+}
+
 static int cmd_token(int argc, char **argv)
 {
 	if (argc != 2 || argv[1][0] == '-') {
@@ -107,7 +125,7 @@ int main(int argc, char **argv)
 	static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
 		{ "memnode", cmd_memnode }, { "check", cmd_check }, { "token", cmd_token }, { "help-options", cmd_help_options },
 		{ "run", cmd_run }, { "stats", cmd_stats }, { "top", top_main }, { "status", status_main },
-		{ "exporter", exporter_main },
+		{ "exporter", exporter_main }, { "drain", cmd_drain },
 	};
 
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {

@@ -54,6 +54,7 @@ struct mconn {
 	uint32_t conn;           /* serve.c connection id; 0 once disconnected */
 	struct tp_ep *ep;
 	uint64_t close_at;       /* 0: open; else monotonic ns when to force-close */
+	bool evict_sent;         /* draining: this client has been sent its EVICT */
 	struct mconn *next;
 };
 
@@ -62,15 +63,19 @@ struct memnode {
 	struct serve *serve;
 	struct mconn *conns;
 	unsigned close_due;      /* conns whose close is due now (error seen) */
+	uint64_t drain_ns;       /* option drain-timeout; 0: a signal stops at once */
+	uint64_t drain_until;    /* draining: monotonic ns when it gives up (UINT64_MAX: never); 0: not draining */
 	uint8_t reply[PROTO_MAX_MSG];
 };
 
-static volatile sig_atomic_t stop_requested;
+/* SIGTERM/SIGINT: the first starts a drain (with drain-timeout > 0), the
+ * second stops at once. */
+static volatile sig_atomic_t signals_seen;
 
 static void on_signal(int sig)
 {
 	(void)sig;
-	stop_requested = 1;
+	signals_seen++;
 }
 
 static uint64_t now_ns(void)
@@ -360,11 +365,27 @@ static void on_error(void *arg, struct tp_ep *ep, void *user, int err)
 	schedule_close(arg, c, true);
 }
 
+/* A DRAIN message or a first signal started a drain that has not been told
+ * to the clients yet. */
+static bool drain_due(struct memnode *m)
+{
+	uint64_t frames;
+
+	return !m->drain_until && (serve_drain_left(m->serve, &frames) >= 0 || (signals_seen == 1 && m->drain_ns));
+}
+
+static bool stop_now(struct memnode *m)
+{
+	return signals_seen > 1 || (signals_seen == 1 && !m->drain_ns);
+}
+
 static bool has_work(void *arg)
 {
 	struct memnode *m = arg;
+	uint64_t frames;
 
-	return stop_requested || m->close_due;
+	return stop_now(m) || m->close_due || drain_due(m) ||
+	       (m->drain_until && !serve_drain_left(m->serve, &frames) && !m->conns);
 }
 
 /* Force-closes every connection whose time has come; returns the earliest
@@ -389,19 +410,86 @@ static uint64_t reap(struct memnode *m, bool all)
 	return next;
 }
 
+/* Tells every client that owes a DONE to take its pages elsewhere
+ * (docs/PROTOCOL.md, EVICT). A client we cannot tell is closed: its pages
+ * are then lost to it, which the drain's final report counts. */
+static void drain_begin(struct memnode *m)
+{
+	uint64_t frames;
+	int left;
+
+	serve_drain(m->serve);
+	left = serve_drain_left(m->serve, &frames);
+	/* drain-timeout 0 only makes a signal stop at once: a DRAIN then waits for
+	 * the clients however long it takes (a signal still stops it) */
+	m->drain_until = m->drain_ns ? now_ns() + m->drain_ns : UINT64_MAX;
+	log_info("draining: %d clients hold %llu frames; asking them to move their pages (drain-timeout %llu ms)",
+		 left, (unsigned long long)frames, (unsigned long long)(m->drain_ns / 1000000));
+}
+
+/* Every client that owes a DONE (those connected when the drain began; no
+ * new one is accepted) gets one EVICT. */
+static void send_evicts(struct memnode *m)
+{
+	uint8_t buf[PROTO_MAX_MSG];
+	size_t len;
+
+	for (struct mconn *c = m->conns; c; c = c->next) {
+		if (!c->conn || c->evict_sent ||
+		    serve_evict(m->serve, c->conn, (uint32_t)(m->drain_ns / 1000000), buf, sizeof(buf), &len))
+			continue;
+		c->evict_sent = true;
+		send_reply(m, c, buf, len, NULL, 0);
+	}
+}
+
+/* Draining: true once every client answered DONE (or left) and every
+ * connection is closed (so the last replies went out), or when
+ * drain-timeout passed (said loudly if a client still holds frames). */
+static bool drain_over(struct memnode *m)
+{
+	uint64_t frames;
+	int left = serve_drain_left(m->serve, &frames);
+	bool late = now_ns() >= m->drain_until;
+
+	if (left == 0 && (!m->conns || late)) {
+		log_info("drain complete: every client took its pages elsewhere; exiting");
+		return true;
+	}
+	if (left > 0 && late) {
+		log_error("DRAIN INCOMPLETE after %llu ms: %d clients still hold %llu frames here; exiting loses "
+			  "those pages (their programs stop unless they have another copy)",
+			  (unsigned long long)(m->drain_ns / 1000000), left, (unsigned long long)frames);
+		return true;
+	}
+	return false;
+}
+
 static int event_loop(struct memnode *m, uint64_t spin_ns)
 {
 	uint64_t next = 0;
 
-	while (!stop_requested) {
-		uint64_t now = now_ns();
-		uint64_t timeout = next ? (next > now ? next - now : 1) : 0;
-		int err = tp_run(m->tp, has_work, m, spin_ns, timeout);
+	while (!stop_now(m)) {
+		uint64_t now = now_ns(), wake = next;
+		uint64_t timeout;
+		int err;
 
+		if (m->drain_until && (!wake || m->drain_until < wake))
+			wake = m->drain_until;
+		timeout = wake ? (wake > now ? wake - now : 1) : 0;
+		err = tp_run(m->tp, has_work, m, spin_ns, timeout);
 		if (err && err != -ETIMEDOUT && err != -EINTR)
 			return err;
 		next = reap(m, false);
+		if (drain_due(m))
+			drain_begin(m);
+		if (m->drain_until)
+			send_evicts(m);
+		if (m->drain_until && drain_over(m))
+			return 0;
 	}
+	if (m->drain_until)
+		log_error("stopped by a second signal while draining: clients' pages still here are lost");
 	return 0;
 }
 
@@ -439,7 +527,7 @@ static uint16_t derive_nid(uint16_t port)
 int memnode_main(const struct options *o)
 {
 	static struct auth_token tok;
-	struct memnode m = { 0 };
+	struct memnode m = { .drain_ns = opt_num(o, OPT_DRAIN_TIMEOUT) };
 	struct tp_callbacks cb = { .recv = on_recv, .accept = on_accept, .error = on_error, .arg = &m };
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct tp_listen_info li;
@@ -482,6 +570,9 @@ int memnode_main(const struct options *o)
 	err = pool_create(&pool, bytes, max, opt_num(o, OPT_HUGEPAGES));
 	if (err)
 		return err;
+	/* a memnode restarted on its port must listen at once, although the
+	 * connections of the one before (killed first) linger in TIME_WAIT */
+	setenv("UCX_TCP_CM_REUSEADDR", "y", 0);
 	err = tp_create(&cb, (rma ? TP_RMA : 0) | (opt_num(o, OPT_SHM) ? TP_SHM : 0), &m.tp);
 	if (err)
 		goto cleanup_pool;

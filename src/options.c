@@ -337,6 +337,12 @@ static const char *find_config(int argc, char **argv)
 	return getenv("COMEX_CONFIG");
 }
 
+int options_read_file(struct options *o, const char *path)
+{
+	set_defaults(o);
+	return load_file(o, path);
+}
+
 int options_configure(struct options *o, unsigned scope, int argc, char **argv, int *first_arg_out)
 {
 	const char *config = find_config(argc, argv);
@@ -369,7 +375,11 @@ int opt_list_item(const struct options *o, enum opt_id id, unsigned i, char *buf
 			return -ENOENT;
 		p++;
 	}
+	while (*p == ' ' || *p == '\t') /* "a, b" as well as "a,b" */
+		p++;
 	size_t len = strcspn(p, ",");
+	while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+		len--;
 	if (len == 0)
 		return -ENOENT;
 	if (len >= cap)

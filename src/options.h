@@ -35,6 +35,9 @@ struct options {
  * -EINVAL (logged) on any bad name or value; "--help" returns -ECANCELED
  * after printing help for the scope. */
 int options_configure(struct options *o, unsigned scope, int argc, char **argv, int *first_arg_out);
+/* Defaults plus the config file at path, nothing else (the runtime re-reads
+ * its memnode list this way); an option the file sets has origin path. */
+int options_read_file(struct options *o, const char *path);
 /* Sets one option by name from a text value; origin must outlive o. */
 int options_set(struct options *o, const char *name, const char *value, const char *origin);
 

@@ -210,7 +210,18 @@ static void walk_body(struct cur *c, struct proto_msg *m)
 		f_u16(c, &m->u.error.text_len);
 		f_text(c, &m->u.error.text, m->u.error.text_len);
 		break;
-	default: /* STATS, BYE, GOODBYE: empty body */
+	case PROTO_DRAINING:
+		f_u32(c, &m->u.draining.clients);
+		f_u64(c, &m->u.draining.frames);
+		break;
+	case PROTO_EVICT:
+		f_u64(c, &m->u.evict.frames);
+		f_u32(c, &m->u.evict.timeout_ms);
+		break;
+	case PROTO_DONE:
+		f_u64(c, &m->u.finished.moved);
+		break;
+	default: /* STATS, BYE, GOODBYE, DRAIN: empty body */
 		break;
 	}
 }
@@ -241,6 +252,10 @@ static const struct shape shapes[PROTO_TYPE_MAX + 1] = {
 	[PROTO_DATA]        = { 4, 0, 0, 0, 0, 0 },
 	[PROTO_WRITE]       = { 8, 0, 0, 0, 0, 0 },
 	[PROTO_WRITTEN]     = { 4, 0, 0, 0, 0, 0 },
+	[PROTO_DRAIN]       = { 0, 0, 0, 0, 0, 0 },
+	[PROTO_DRAINING]    = { 12, 0, 0, 0, 0, 0 },
+	[PROTO_EVICT]       = { 12, 0, 0, 0, 0, 0 },
+	[PROTO_DONE]        = { 8, 0, 0, 0, 0, 0 },
 };
 
 /* The largest messages (full FREE, full WELCOME) must fit the wire limit, so
@@ -431,6 +446,8 @@ const char *proto_type_name(unsigned type)
 		[PROTO_GOODBYE] = "GOODBYE", [PROTO_ERROR] = "ERROR",
 		[PROTO_READ] = "READ", [PROTO_DATA] = "DATA",
 		[PROTO_WRITE] = "WRITE", [PROTO_WRITTEN] = "WRITTEN",
+		[PROTO_DRAIN] = "DRAIN", [PROTO_DRAINING] = "DRAINING",
+		[PROTO_EVICT] = "EVICT", [PROTO_DONE] = "DONE",
 	};
 
 	return type_known(type) ? names[type] : "UNKNOWN";

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #define PROTO_MAGIC 0x5843u       /* "CX" as little-endian bytes 0x43 0x58 */
-#define PROTO_VERSION 1u
+#define PROTO_VERSION 2u        /* 2: DRAIN, DRAINING, EVICT, DONE (planned departure) */
 #define PROTO_HDR_LEN 16u
 #define PROTO_FRAME_SIZE 4096u   /* bytes in a frame, the unit of every PFN and count */
 #define PROTO_MAX_MSG 8192u       /* below UCX's eager limits on every transport */
@@ -26,7 +26,11 @@ enum proto_type {
 	/* Validated data path: the pages travel as the bulk part of the same
 	 * UCX message (transport.h), never inside these bodies. */
 	PROTO_READ, PROTO_DATA, PROTO_WRITE, PROTO_WRITTEN,
-	PROTO_TYPE_MAX = PROTO_WRITTEN
+	/* Planned departure (Infiniswap App. B): an operator's DRAIN, the
+	 * memnode's EVICT to each client (unsolicited, seq 0), the client's DONE
+	 * once its pages are elsewhere. */
+	PROTO_DRAIN, PROTO_DRAINING, PROTO_EVICT, PROTO_DONE,
+	PROTO_TYPE_MAX = PROTO_DONE
 };
 
 #define PROTO_MAX_RW_FRAMES 1024u /* frames one READ or WRITE may move (4 MiB) */
@@ -72,6 +76,9 @@ struct proto_msg {
 			const uint8_t *raw;
 		} stats;
 		struct { int32_t error; uint16_t text_len; const char *text; } error; /* text not NUL-terminated */
+		struct { uint32_t clients; uint64_t frames; } draining; /* told to leave, frames they hold */
+		struct { uint64_t frames; uint32_t timeout_ms; } evict;  /* frames held, time given */
+		struct { uint64_t moved; } finished;                     /* DONE: pages moved elsewhere */
 	} u;
 };
 

@@ -32,6 +32,7 @@ struct conn {
 	uint64_t frames;     /* frames owned in the buddy */
 	uint64_t returned;   /* frames given back at BYE */
 	uint64_t refusals;   /* ERROR replies sent */
+	bool told;           /* asked by EVICT to take its pages elsewhere, no DONE yet */
 };
 
 struct serve {
@@ -41,9 +42,10 @@ struct serve {
 	struct buddy *buddy;
 	uint32_t next_id;         /* 0 once all ids have been used */
 	uint32_t nconns;
+	bool draining;            /* leaving: ALLOCs get NACK, told conns owe a DONE */
 	uint64_t allocs, nacks, frees, errors; /* frees counts frames of FREE requests */
 	uint64_t requests, start_ns;
-	uint32_t flags;           /* PROTO_STATS_* reported by STATS (none set yet: drain would) */
+	uint32_t flags;           /* PROTO_STATS_* reported by STATS, beside DRAINING (from draining) */
 	/* serve_stats()'s copy, stored with relaxed atomics after every change,
 	 * so that another thread (the metrics server) may read it */
 	struct serve_stats pub;
@@ -141,6 +143,10 @@ static int on_hello(struct req *q)
 		reject(q, -EACCES, "bad token");
 		return SERVE_CLOSE;
 	}
+	if (q->s->draining) { /* leaving: nothing new comes here, nobody new either */
+		reject(q, -ESHUTDOWN, "this memnode is leaving (draining)");
+		return SERVE_CLOSE;
+	}
 	c->authenticated = true;
 	log_info("conn %u client %#" PRIx64 ": connected%s", c->id, c->client_id,
 		 cfg->token ? "" : " (no authentication)");
@@ -185,6 +191,13 @@ static int on_alloc(struct req *q)
 
 	if (order > BUDDY_MAX_ORDER) {
 		reject(q, -EINVAL, "order %u above %u", order, BUDDY_MAX_ORDER);
+		return 0;
+	}
+	if (q->s->draining) { /* leaving: nothing new comes here; -1 so no smaller order is tried */
+		q->s->nacks++;
+		q->r->type = PROTO_NACK;
+		q->r->u.nack.error = ENOSPC;
+		q->r->u.nack.largest_free_order = -1;
 		return 0;
 	}
 	rc = buddy_alloc(q->s->buddy, order, q->c->id, &pfn);
@@ -369,7 +382,7 @@ static int on_stats(struct req *q)
 	q->r->u.stats.largest_free_order = bs.largest_free_order;
 	q->r->u.stats.requests = s->requests;
 	q->r->u.stats.uptime_ms = (mono_ns() - s->start_ns) / 1000000;
-	q->r->u.stats.flags = s->flags;
+	q->r->u.stats.flags = s->flags | (s->draining ? PROTO_STATS_DRAINING : 0);
 	q->r->u.stats.nusage = fill_usage(s);
 	q->r->u.stats.usage = s->usage;
 	return 0;
@@ -396,6 +409,85 @@ static int on_bye(struct req *q)
 	release_frames(q->s, q->c);
 	q->r->type = PROTO_GOODBYE;
 	return SERVE_CLOSE;
+}
+
+/* Drain (planned departure). Every authenticated connection is told to take
+ * its pages elsewhere, except an operator's connection that asked for the
+ * drain and holds nothing. */
+static void drain_start(struct serve *s, uint32_t requester)
+{
+	if (s->draining)
+		return;
+	s->draining = true;
+	for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
+		struct conn *c = &s->conns[i];
+
+		c->told = c->id && c->authenticated && !(c->id == requester && c->frames == 0);
+	}
+}
+
+int serve_drain_left(const struct serve *s, uint64_t *frames_out)
+{
+	uint64_t frames = 0;
+	int left = 0;
+
+	if (!s->draining)
+		return -1;
+	for (uint32_t i = 0; i < s->cfg.max_clients; i++)
+		if (s->conns[i].id && s->conns[i].told)
+			left++, frames += s->conns[i].frames;
+	*frames_out = frames;
+	return left;
+}
+
+void serve_drain(struct serve *s)
+{
+	drain_start(s, 0);
+}
+
+static int on_drain(struct req *q)
+{
+	uint64_t frames;
+	int left;
+
+	drain_start(q->s, q->c->id);
+	left = serve_drain_left(q->s, &frames);
+	log_info("conn %u client %#" PRIx64 ": asked this memnode to drain; %d clients told, holding %" PRIu64
+		 " frames", q->c->id, q->c->client_id, left, frames);
+	q->r->type = PROTO_DRAINING;
+	q->r->u.draining.clients = (uint32_t)left;
+	q->r->u.draining.frames = frames;
+	return 0;
+}
+
+/* The client has taken its pages elsewhere: the session ends like BYE (the
+ * frames it still holds are unused ones from its local pool). */
+static int on_done(struct req *q)
+{
+	uint64_t held = q->c->frames;
+
+	if (!q->s->draining) {
+		reject(q, -EINVAL, "DONE while no drain is in progress");
+		return 0;
+	}
+	release_frames(q->s, q->c);
+	q->c->told = false;
+	log_info("conn %u client %#" PRIx64 ": DONE, moved %" PRIu64 " pages elsewhere, %" PRIu64
+		 " unused frames returned", q->c->id, q->c->client_id, q->m->u.finished.moved, held);
+	q->r->type = PROTO_GOODBYE;
+	return SERVE_CLOSE;
+}
+
+int serve_evict(struct serve *s, uint32_t conn, uint32_t timeout_ms, void *buf, size_t cap, size_t *len_out)
+{
+	struct conn *c = conn_find(s, conn);
+	struct proto_msg m = { .type = PROTO_EVICT }; /* seq 0: not a reply */
+
+	if (!c || !c->told)
+		return -ENOENT;
+	m.u.evict.frames = c->frames;
+	m.u.evict.timeout_ms = timeout_ms;
+	return proto_encode(&m, buf, cap, len_out);
 }
 
 #define FRAME_SIZE 4096u
@@ -464,6 +556,8 @@ static int (*const handlers[PROTO_TYPE_MAX + 1])(struct req *q) = {
 	[PROTO_BYE] = on_bye,
 	[PROTO_READ] = on_read,
 	[PROTO_WRITE] = on_write,
+	[PROTO_DRAIN] = on_drain,
+	[PROTO_DONE] = on_done,
 };
 
 static int dispatch(struct req *q)

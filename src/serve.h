@@ -59,6 +59,15 @@ struct serve_bulk {
 int serve_handle(struct serve *s, uint32_t conn, const void *req, size_t len, size_t bulk_len,
 		 void *reply, size_t reply_cap, size_t *reply_len, struct serve_bulk *bulk);
 
+/* Planned departure: from now on ALLOCs get NACK and every authenticated
+ * connection owes a DONE (a DRAIN message does the same). */
+void serve_drain(struct serve *s);
+/* Connections that still owe a DONE and the frames they hold; -1 when not
+ * draining. */
+int serve_drain_left(const struct serve *s, uint64_t *frames_out);
+/* Encodes the EVICT that conn must be sent (it owes a DONE); -ENOENT if none. */
+int serve_evict(struct serve *s, uint32_t conn, uint32_t timeout_ms, void *buf, size_t cap, size_t *len_out);
+
 struct serve_stats {
 	uint64_t pool_frames, free_frames;
 	uint64_t allocs, nacks, frees, errors; /* frees: frames given back by FREE */

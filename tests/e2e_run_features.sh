@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_features: one small program per pager feature (fork, read(2) into evicted memory, writers racing eviction, discards racing remote reads, mremap, MADV_DONTNEED, exec, signals, an evicted locale) filling 4x --local-mem, same output as natively, remote traffic.
+# e2e_run_features: one small program per pager feature (fork, read(2) into evicted memory, writers racing eviction, discards racing remote reads, mremap, MADV_DONTNEED, exec, signals, an evicted locale, encrypted pages) filling 4x --local-mem, same output as natively, remote traffic.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_run_features: feature programs at 128 MiB under comex run --local-mem 32M match their native runs"
 
@@ -17,6 +17,8 @@ compare wprace    16M budget -- "$progs/prog_wprace" 64 3 6
 # the handler reads remote pages without the pager lock: chunks discarded or
 # remapped meanwhile by another thread must never be mapped from a stale copy
 compare discardrace 16M budget -- "$progs/prog_discardrace" 96 2 3000
+# encrypt: every page leaves sealed (AES-256-GCM) and is opened on its way back
+compare encrypt   32M budget --encrypt -- "$progs/prog_readsys" 128
 # libc calls of the runtime itself (UCX's keepalive, here every 50 ms) must not
 # read the program's locale once it is evicted
 UCX_KEEPALIVE_INTERVAL=50ms compare locale 32M budget -- "$progs/prog_locale" 128

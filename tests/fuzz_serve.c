@@ -32,7 +32,10 @@
  * decodes", the run checks the reply type, errno, seq and close decision of
  * every message, that a frame is never handed out twice or freed by another
  * connection, that a NACK comes exactly when no aligned free run of the order
- * is left (the buddy coalesces fully), and that the free count adds up. */
+ * is left (the buddy coalesces fully), and that the free count adds up. Once
+ * a DRAIN was served: HELLO is refused, every ALLOC gets NACK(-1), exactly the connections that
+ * owe a DONE get an EVICT (serve_evict, checked after every message) naming
+ * the frames they hold, DRAINING counts them, and DONE ends the session. */
 
 #define POOL (1024u + 5u)
 #define NCONN 2
@@ -62,6 +65,8 @@ struct harness {
 	uint32_t owner[POOL];      /* conn id holding the frame, 0 when free */
 	uint32_t seen[POOL];       /* == stamp: named earlier in the FREE being judged */
 	uint32_t stamp;
+	bool draining;             /* a DRAIN was served: ALLOCs get NACK(-1) */
+	bool told[NCONN];          /* owes a DONE */
 	struct chunk chunks[MAX_CHUNKS];
 	unsigned nchunks;
 };
@@ -104,6 +109,7 @@ static void reconnect(struct harness *h, unsigned k)
 	REQUIRE(serve_connect(h->s, &h->conn[k]) == 0);
 	h->seq[k] = 0;
 	h->authed[k] = false;
+	h->told[k] = false;
 	h->last_seq[k] = 0;
 }
 
@@ -189,6 +195,8 @@ static void predict_request(struct harness *h, unsigned k, const struct proto_ms
 			e->error = -EALREADY;
 		else if (!token_ok(req))
 			e->error = -EACCES;
+		else if (h->draining)
+			e->error = -ESHUTDOWN;
 		else
 			e->type = PROTO_WELCOME;
 		break;
@@ -196,7 +204,20 @@ static void predict_request(struct harness *h, unsigned k, const struct proto_ms
 		if (req->u.alloc.order > BUDDY_MAX_ORDER)
 			e->error = -EINVAL;
 		else
-			e->type = PROTO_CHUNK;
+			e->type = h->draining ? PROTO_NACK : PROTO_CHUNK;
+		break;
+	case PROTO_DRAIN:
+		if (!h->draining)
+			for (unsigned j = 0; j < NCONN; j++)
+				h->told[j] = h->authed[j] && !(j == k && h->held_by[k] == 0);
+		h->draining = true;
+		e->type = PROTO_DRAINING;
+		break;
+	case PROTO_DONE:
+		if (!h->draining)
+			e->error = -EINVAL;
+		else
+			e->type = PROTO_GOODBYE, h->told[k] = false;
 		break;
 	case PROTO_FREE:
 		e->error = free_verdict(h, k, req);
@@ -279,6 +300,10 @@ static void apply_freed(struct harness *h, unsigned k, const struct proto_msg *r
 static void check_reply(struct harness *h, unsigned k, const struct proto_msg *req,
 			const struct expect *e, const struct proto_msg *r)
 {
+	if (r->type == PROTO_NACK && e->type == PROTO_NACK) { /* draining: nothing for anyone */
+		REQUIRE(r->u.nack.error == ENOSPC && r->u.nack.largest_free_order == -1);
+		return;
+	}
 	if (r->type == PROTO_NACK) {
 		REQUIRE(e->type == PROTO_CHUNK && r->u.nack.error == ENOSPC);
 		REQUIRE(r->u.nack.largest_free_order == largest_free_order(h));
@@ -306,9 +331,41 @@ static void check_reply(struct harness *h, unsigned k, const struct proto_msg *r
 	case PROTO_GOODBYE:
 		model_release(h, k);
 		break;
+	case PROTO_DRAINING: {
+		uint32_t clients = 0;
+		uint64_t frames = 0;
+
+		for (unsigned j = 0; j < NCONN; j++)
+			if (h->told[j])
+				clients++, frames += h->held_by[j];
+		REQUIRE(r->u.draining.clients == clients && r->u.draining.frames == frames);
+		break;
+	}
 	default:
 		break;
 	}
+}
+
+/* Exactly the connections that owe a DONE are sent an EVICT, naming their frames. */
+static void check_evicts(struct harness *h)
+{
+	uint8_t buf[PROTO_MAX_MSG];
+	struct proto_msg m;
+	uint64_t frames;
+	uint32_t told = 0;
+	size_t len;
+
+	for (unsigned k = 0; k < NCONN; k++) {
+		int rc = serve_evict(h->s, h->conn[k], 1000, buf, sizeof(buf), &len);
+
+		REQUIRE(rc == (h->told[k] ? 0 : -ENOENT));
+		if (rc)
+			continue;
+		told++;
+		REQUIRE(proto_decode(buf, len, &m) == 0 && m.type == PROTO_EVICT && m.seq == 0);
+		REQUIRE(m.u.evict.frames == h->held_by[k] && m.u.evict.timeout_ms == 1000);
+	}
+	REQUIRE(serve_drain_left(h->s, &frames) == (h->draining ? (int)told : -1));
 }
 
 /* Hands one message to connection k and checks the reply. req is the message
@@ -349,6 +406,7 @@ static void deliver(struct harness *h, unsigned k, const uint8_t *msg, size_t le
 	REQUIRE(st.clients == NCONN);
 	if (rc == SERVE_CLOSE)
 		reconnect(h, k);
+	check_evicts(h);
 }
 
 /* A raw message; with fix_header its magic and length fields are made right,
@@ -402,7 +460,8 @@ static void send_structured(struct harness *h, unsigned k, struct input *in)
 {
 	static const uint8_t types[] = { PROTO_HELLO, PROTO_ALLOC, PROTO_ALLOC, PROTO_ALLOC,
 					 PROTO_FREE, PROTO_FREE, PROTO_FREE, PROTO_STATS,
-					 PROTO_BYE, PROTO_CHUNK, PROTO_GOODBYE };
+					 PROTO_BYE, PROTO_CHUNK, PROTO_GOODBYE, PROTO_DRAIN,
+					 PROTO_DONE, PROTO_EVICT };
 	struct proto_range ranges[8];
 	struct proto_msg m = { .type = types[take(in, 1) % sizeof(types)] };
 	uint8_t buf[PROTO_MAX_MSG], mode = take(in, 1);
@@ -426,6 +485,9 @@ static void send_structured(struct harness *h, unsigned k, struct input *in)
 	case PROTO_CHUNK:
 		m.u.chunk.pfn = take(in, 4);
 		m.u.chunk.count = take(in, 4);
+		break;
+	case PROTO_DONE:
+		m.u.finished.moved = take(in, 8);
 		break;
 	default:
 		break;

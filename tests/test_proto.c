@@ -63,6 +63,11 @@ static int build_samples(struct proto_msg *s)
 	s[n++] = MSG(PROTO_DATA, 18, .done = { 7 });
 	s[n++] = MSG(PROTO_WRITE, 19, .rw = { 0, 1 });
 	s[n++] = MSG(PROTO_WRITTEN, 20, .done = { UINT32_MAX });
+	s[n++] = MSG(PROTO_DRAIN, 21, .alloc = { 0 });
+	s[n++] = MSG(PROTO_DRAINING, 22, .draining = { UINT32_MAX, UINT64_MAX });
+	s[n++] = MSG(PROTO_EVICT, 0, .evict = { 0, 0 });
+	s[n++] = MSG(PROTO_EVICT, 0, .evict = { UINT64_MAX, UINT32_MAX });
+	s[n++] = MSG(PROTO_DONE, 23, .finished = { UINT64_MAX });
 	return n;
 }
 
@@ -116,6 +121,9 @@ static bool msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 	case PROTO_NACK: return FEQ(nack.error) && FEQ(nack.largest_free_order);
 	case PROTO_FREE: return free_eq(a, b);
 	case PROTO_FREED: return FEQ(freed.frames);
+	case PROTO_DRAINING: return FEQ(draining.clients) && FEQ(draining.frames);
+	case PROTO_EVICT: return FEQ(evict.frames) && FEQ(evict.timeout_ms);
+	case PROTO_DONE: return FEQ(finished.moved);
 	case PROTO_STATS_REPLY:
 		return FEQ(stats.pool_frames) && FEQ(stats.free_frames) &&
 		       FEQ(stats.client_frames) && FEQ(stats.allocs) && FEQ(stats.nacks) &&
@@ -193,25 +201,25 @@ static void check_vector(const struct proto_msg *m, const uint8_t *want, size_t 
 static void test_vectors(void)
 {
 	static const uint8_t hello[] = {
-		0x43, 0x58, 0x01, 0x01, 0x1d, 0x00, 0x00, 0x00, /* magic, version, HELLO, length 29 */
+		0x43, 0x58, 0x02, 0x01, 0x1d, 0x00, 0x00, 0x00, /* magic, version, HELLO, length 29 */
 		0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, /* seq */
 		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, /* client_id */
 		0x03, 0x00, 'a', 'b', 'c',                      /* token_len, token */
 	};
 	static const uint8_t free_[] = {
-		0x43, 0x58, 0x01, 0x06, 0x24, 0x00, 0x00, 0x00, /* FREE, length 36 */
+		0x43, 0x58, 0x02, 0x06, 0x24, 0x00, 0x00, 0x00, /* FREE, length 36 */
 		0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* seq 2 */
 		0x02, 0x00, 0x00, 0x00,                         /* nranges */
 		0x10, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, /* pfn 0x10, count 4 */
 		0xdd, 0xcc, 0xbb, 0xaa, 0x00, 0x01, 0x00, 0x00, /* pfn 0xaabbccdd, count 256 */
 	};
 	static const uint8_t nack[] = {
-		0x43, 0x58, 0x01, 0x05, 0x18, 0x00, 0x00, 0x00, /* NACK, length 24 */
+		0x43, 0x58, 0x02, 0x05, 0x18, 0x00, 0x00, 0x00, /* NACK, length 24 */
 		0xff, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, /* seq */
 		0x1c, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, /* ENOSPC (28), -1 */
 	};
 	static const uint8_t stats_reply[] = {
-		0x43, 0x58, 0x01, 0x09, 0x70, 0x00, 0x00, 0x00, /* STATS_REPLY, length 112 */
+		0x43, 0x58, 0x02, 0x09, 0x70, 0x00, 0x00, 0x00, /* STATS_REPLY, length 112 */
 		0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* seq 3 */
 		0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* pool_frames 256 */
 		0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* free_frames 128 */
@@ -227,6 +235,12 @@ static void test_vectors(void)
 		0x70, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* frames 112 */
 	};
 	static const struct proto_usage u1 = { 0xdeadbeef, 112 };
+	static const uint8_t evict[] = {
+		0x43, 0x58, 0x02, 0x13, 0x1c, 0x00, 0x00, 0x00, /* EVICT (19), length 28 */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* seq 0: not a reply */
+		0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* frames 4096 */
+		0x30, 0x75, 0x00, 0x00,                         /* timeout 30000 ms */
+	};
 	struct proto_range r[2] = { { 0x10, 4 }, { 0xaabbccdd, 256 } };
 
 	check_vector(&MSG(PROTO_HELLO, 0x1122334455667788u,
@@ -239,6 +253,7 @@ static void test_vectors(void)
 	CHECK(ENOSPC == 28);
 	check_vector(&MSG(PROTO_NACK, 0x80000000000000ffu, .nack = { ENOSPC, -1 }),
 		     nack, sizeof(nack));
+	check_vector(&MSG(PROTO_EVICT, 0, .evict = { 4096, 30000 }), evict, sizeof(evict));
 }
 
 static void test_truncation_and_trailing(const struct proto_msg *s, int n)
@@ -270,13 +285,13 @@ static void test_header(void)
 	decode_fails(buf2, len, -EBADMSG);
 	memcpy(buf2, buf, len); buf2[1] ^= 0x80;
 	decode_fails(buf2, len, -EBADMSG);
-	memcpy(buf2, buf, len); buf2[0] = 0; buf2[2] = 2; /* magic checked before version */
+	memcpy(buf2, buf, len); buf2[0] = 0; buf2[2] = PROTO_VERSION + 1; /* magic checked before version */
 	decode_fails(buf2, len, -EBADMSG);
 	for (unsigned v = 0; v < 256; v += 255) {
 		memcpy(buf2, buf, len); buf2[2] = (uint8_t)v;
 		decode_fails(buf2, len, -EPROTONOSUPPORT);
 	}
-	memcpy(buf2, buf, len); buf2[2] = 2; set_length(buf2, 9999); /* version before length */
+	memcpy(buf2, buf, len); buf2[2] = PROTO_VERSION + 1; set_length(buf2, 9999); /* version before length */
 	decode_fails(buf2, len, -EPROTONOSUPPORT);
 	memcpy(buf2, buf, len); set_length(buf2, len + 1);
 	decode_fails(buf2, len, -EBADMSG);
@@ -394,7 +409,7 @@ static void test_names(void)
 {
 	static const char *const want[] = { "UNKNOWN", "HELLO", "WELCOME", "ALLOC", "CHUNK",
 		"NACK", "FREE", "FREED", "STATS", "STATS_REPLY", "BYE", "GOODBYE", "ERROR", "READ",
-		"DATA", "WRITE", "WRITTEN", "UNKNOWN" };
+		"DATA", "WRITE", "WRITTEN", "DRAIN", "DRAINING", "EVICT", "DONE", "UNKNOWN" };
 
 	for (unsigned t = 0; t < sizeof(want) / sizeof(want[0]); t++)
 		CHECK(strcmp(proto_type_name(t), want[t]) == 0);

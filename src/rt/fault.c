@@ -474,6 +474,8 @@ static void fault_missing(uint64_t idx, bool write)
 		STAT_ADD(P.c.stats, faults_remote, 1);
 		stats_remote_fault(P.c.stats, now_ns() - t0);
 		return;
+	case PTE_LOST:
+		pager_die("this page's only copy was on a memnode that failed", (uintptr_t)page_addr(idx), -EIO);
 	default: /* resident already (another thread's fault served it) */
 		uffd_wake(P.c.uffd, page_addr(idx), PAGE_SIZE);
 		STAT_ADD(P.c.stats, faults_spurious, 1);

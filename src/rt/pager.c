@@ -303,6 +303,8 @@ static int move_pages(uint64_t from, uint64_t to, uint64_t n)
 			rbuf_drop(P.rb, from + i);
 			P.sum[to + i] = P.sum[from + i];
 			P.pt[to + i] = pte_make(P.pt[to + i], PTE_REMOTE, pte_node(e), pte_pfn(e));
+		} else if (s == PTE_LOST) { /* still lost where it goes: never zero in silence */
+			P.pt[to + i] = pte_set_state(P.pt[to + i], PTE_LOST);
 		} else {
 			P.pt[to + i] = pte_set_state(P.pt[to + i], PTE_EMPTY);
 		}
@@ -413,7 +415,7 @@ static bool bring_home(uint64_t lo, uint64_t hi, bool read)
 	for (uint64_t i = lo; i < hi; i++) {
 		unsigned s = pte_state(__atomic_load_n(&P.pt[i], __ATOMIC_RELAXED));
 
-		if (s != PTE_REMOTE && s != PTE_WBUF)
+		if (s != PTE_REMOTE && s != PTE_WBUF && s != PTE_LOST) /* a lost one stops the program here */
 			continue;
 		any = true;
 		if (read && raw_madvise(page_addr(i), PAGE_SIZE, MADV_POPULATE_READ))

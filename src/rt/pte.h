@@ -17,6 +17,7 @@ enum pte_state {
 	PTE_REMOTE,      /* only at (node, pfn); maybe also in the read buffer */
 	PTE_WBUF,        /* in node's write buffer, frame pfn reserved, not yet written */
 	PTE_FOREIGN,     /* a file or shared mapping the program placed over the region */
+	PTE_LOST,        /* its only copy was on a memnode that failed: a fault on it stops the program */
 };
 
 /* bits 0-2 state, 3 referenced (second chance), 4-15 generation (matches the

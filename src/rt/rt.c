@@ -17,6 +17,7 @@
 
 #include "client.h"
 #include "log.h"
+#include "membership.h"
 #include "options.h"
 #include "pager.h"
 #include "pte.h"
@@ -108,6 +109,12 @@ static void *reclaimer_main(void *arg)
 {
 	rt_internal = 1;
 	return pager_reclaimer(arg);
+}
+
+static void *membership_main(void *arg)
+{
+	rt_internal = 1;
+	return pager_membership(arg);
 }
 
 /* Stops the program when the handler has been stuck on one batch of faults
@@ -307,6 +314,7 @@ __attribute__((constructor(101))) static void rt_init(void)
 	if (pc.reclaimer)
 		start_thread(reclaimer_main, NULL, "comex-reclaim");
 	start_thread(watchdog_main, NULL, "comex-watchdog");
+	start_thread(membership_main, NULL, "comex-members");
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	__atomic_store_n(&rt_mode, RT_MANAGED, __ATOMIC_RELEASE); /* mmap family managed from now on */
 	log_debug("managing %p-%p, budget %llu pages", (void *)rt_heap_lo, (void *)rt_region_hi,

@@ -299,6 +299,11 @@ static void stop_embedded(struct embedded *e, bool failed)
 
 static void export_options(const struct options *o)
 {
+	char path[PATH_MAX];
+
+	/* the runtime watches the config file for new memnodes (membership.c) */
+	if (*opt_str(o, OPT_CONFIG) && realpath(opt_str(o, OPT_CONFIG), path))
+		setenv("COMEX_CONFIG", path, 1);
 	for (int i = 0; i < OPT_COUNT; i++) {
 		char var[96], *p;
 

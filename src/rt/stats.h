@@ -22,7 +22,8 @@
 	X(ns_zero) X(ns_wbuf_hit) X(ns_rbuf_hit) X(ns_remote) X(ns_read) X(ns_evict) \
 	X(resident_bytes) X(resident_peak_bytes) X(local_mem_bytes) \
 	X(rbuf_bytes) X(wbuf_bytes) X(budget_overshoots) \
-	X(outside_rss_bytes) X(managed_bytes)
+	X(outside_rss_bytes) X(managed_bytes) \
+	X(memnodes_drained) X(pages_migrated) X(pages_migrated_home) X(pages_lost) X(memnodes_rejoined)
 
 struct stats {
 	uint64_t magic;

@@ -1,0 +1,297 @@
+/* migrate: moving every page off a leaving memnode d, under the pager lock
+ * one slice of the page table at a time (faults get the lock in between);
+ * and forgetting a failed one (its pages are lost, at the end of this file).
+ * A page refers to d in one of four ways, each undone here:
+ *   PTE_WBUF on d        the write buffers are flushed first: it becomes REMOTE
+ *   PTE_REMOTE on d      read (one read per run of consecutive frames), hash
+ *                        checked, written to another memnode, entry updated,
+ *                        old frame released; or, when no other memnode has
+ *                        room, mapped home writable (over the budget if it must:
+ *                        budget_overshoots, one warning)
+ *   PTE_CLEAN on d       resident: the frame is released, the page is DIRTY
+ *                        (rewritten elsewhere at its next eviction)
+ *   PTE_DIRTY + KEEP     the frame is released, KEEP cleared
+ * No new reference to d appears meanwhile: client_alloc() refuses d once it
+ * has said EVICT, and the pager's open run of frames on d is given back
+ * first. A reference can only move (mremap), so passes repeat until one
+ * finds none; then DONE. */
+#include "migrate.h"
+
+#include <errno.h>
+#include <sched.h>
+
+#include "client.h"
+#include "log.h"
+#include "pager_impl.h"
+#include "placement.h"
+#include "rtmem.h"
+#include "uffd.h"
+#include "wbuf.h"
+
+#define SLICE 4096          /* page-table entries examined per hold of the pager lock */
+#define RUN_MAX 64          /* pages moved with one read and one write */
+
+static char *buf;           /* RUN_MAX pages: a run between its read and its write */
+static uint64_t moved;      /* pages moved off the node being drained */
+static bool home_warned;
+
+static bool on_node(pte_t e, unsigned d)
+{
+	return pte_node(e) == d && (pte_has_frame(e) || (pte_state(e) == PTE_DIRTY && (e & PTE_KEEP)));
+}
+
+static void check_sum(uint64_t idx, const char *copy)
+{
+	if (pagesum_eq(pagesum_of(copy), P.sum[idx]))
+		return;
+	STAT_ADD(P.c.stats, pages_corrupt, 1);
+	pager_die("a page read from a leaving memnode changed (checksum mismatch)", (uintptr_t)page_addr(idx), -EIO);
+}
+
+/* Pages [idx, idx + n) come home from buf + off pages (no memnode has room). */
+static void bring_home(uint64_t idx, uint32_t n, uint32_t off, unsigned d)
+{
+	reclaim_make_room(n);
+	for (uint32_t k = 0; k < n; k++) {
+		uint64_t i = idx + k;
+		uint32_t old = pte_pfn(P.pt[i]);
+		int err = uffd_copy(P.c.uffd, page_addr(i), buf + ((size_t)(off + k) << PAGE_SHIFT), PAGE_SIZE, 0, NULL);
+
+		if (err == -EAGAIN)
+			continue; /* the address space is changing: the next pass tries again */
+		if (err)
+			pager_die("cannot map home a page from a leaving memnode", (uintptr_t)page_addr(i), err);
+		pager_became_resident(i, PTE_DIRTY, 0, 0);
+		pager_release_frame(d, old);
+		STAT_ADD(P.c.stats, pages_migrated_home, 1);
+		moved++;
+	}
+}
+
+/* Writes n pages of buf (from off) for [idx, idx + n) to another memnode, as
+ * many as one allocation gives; returns how many went (0: none has room). */
+static uint32_t place_elsewhere(uint64_t idx, uint32_t n, uint32_t off, unsigned d)
+{
+	for (unsigned a = 0; a < P.nnodes; a++) {
+		unsigned t = placement_choice(P.preferred, a, P.nnodes);
+		uint32_t pfn, got;
+		int err;
+
+		if (t == d || client_alloc(P.c.client, t, n, &pfn, &got))
+			continue;
+		err = client_write(P.c.client, t, pfn, got, buf + ((size_t)off << PAGE_SHIFT));
+		if (err) { /* t failed meanwhile (logged by the client): try the next one */
+			client_release(P.c.client, t, pfn, got);
+			continue;
+		}
+		for (uint32_t k = 0; k < got; k++) {
+			uint64_t i = idx + k;
+
+			pager_release_frame(d, pte_pfn(P.pt[i]));
+			P.pt[i] = pte_make(P.pt[i], PTE_REMOTE, t, pfn + k);
+		}
+		STAT_ADD(P.c.stats, pages_migrated, got);
+		STAT_ADD(P.c.stats, bytes_written, (uint64_t)got << PAGE_SHIFT);
+		moved += got;
+		return got;
+	}
+	return 0;
+}
+
+/* Moves the run of remote pages on d that starts at idx (consecutive pages
+ * in consecutive frames); returns its length. */
+static uint32_t move_run(uint64_t idx, uint64_t end, unsigned d)
+{
+	uint32_t n = 1, done = 0;
+	int err;
+
+	while (n < RUN_MAX && idx + n < end && pte_state(P.pt[idx + n]) == PTE_REMOTE &&
+	       pte_node(P.pt[idx + n]) == d && pte_pfn(P.pt[idx + n]) == pte_pfn(P.pt[idx]) + n)
+		n++;
+	err = client_read(P.c.client, d, pte_pfn(P.pt[idx]), n, buf);
+	if (err)
+		pager_die("a leaving memnode failed before its pages were moved", (uintptr_t)page_addr(idx), err);
+	for (uint32_t k = 0; k < n; k++)
+		check_sum(idx + k, buf + ((size_t)k << PAGE_SHIFT));
+	STAT_ADD(P.c.stats, bytes_read, (uint64_t)n << PAGE_SHIFT);
+	while (done < n) {
+		uint32_t got = place_elsewhere(idx + done, n - done, done, d);
+
+		if (!got) {
+			if (!home_warned)
+				log_warn("no other memnode has room for pages of a leaving memnode: bringing them home, "
+					 "beyond the local budget if need be");
+			home_warned = true;
+			bring_home(idx + done, n - done, done, d);
+			break;
+		}
+		done += got;
+	}
+	return n;
+}
+
+static uint64_t lost; /* pages marked lost by the current forget pass */
+
+/* d failed: its frames are gone with it (nothing to release, nothing to
+ * read). Resident pages only lose their copy there; remote ones are lost. */
+static void forget_ref(uint64_t i, unsigned d)
+{
+	pte_t e = P.pt[i];
+
+	switch (pte_state(e)) {
+	case PTE_REMOTE:
+		P.pt[i] = pte_set_state(e, PTE_LOST);
+		lost++;
+		break;
+	case PTE_CLEAN:
+		P.pt[i] = pte_set_state(e, PTE_DIRTY);
+		if (!P.c.async && uffd_wp(P.c.uffd, page_addr(i), PAGE_SIZE, 0))
+			pager_die("cannot unprotect a page of a failed memnode", (uintptr_t)page_addr(i), -EIO);
+		break;
+	case PTE_DIRTY:
+		P.pt[i] = e & ~PTE_KEEP;
+		break;
+	default: /* WBUF: the write buffer was taken home before the pass */
+		(void)d;
+		break;
+	}
+}
+
+/* Undoes every reference to d in [lo, hi); returns how many it found. With
+ * failed, d is gone (forget_ref), else it is leaving and alive. */
+static uint64_t clear_slice(uint64_t lo, uint64_t hi, unsigned d, bool failed)
+{
+	uint64_t found = 0;
+
+	for (uint64_t i = lo; i < hi; i++) {
+		pte_t e = P.pt[i];
+
+		if (!on_node(e, d))
+			continue;
+		found++;
+		if (failed) {
+			forget_ref(i, d);
+			continue;
+		}
+		switch (pte_state(e)) {
+		case PTE_WBUF:
+			reclaim_flush_all(); /* now REMOTE on d: this entry again */
+			i--;
+			break;
+		case PTE_REMOTE:
+			i += move_run(i, hi, d) - 1;
+			break;
+		case PTE_CLEAN:
+			pager_release_frame(d, pte_pfn(e));
+			P.pt[i] = pte_set_state(e, PTE_DIRTY);
+			/* without WP_ASYNC a write to a protected page is our fault to serve,
+			 * and the fault path serves only CLEAN ones */
+			if (!P.c.async && uffd_wp(P.c.uffd, page_addr(i), PAGE_SIZE, 0))
+				pager_die("cannot unprotect a page of a leaving memnode", (uintptr_t)page_addr(i), -EIO);
+			break;
+		default: /* DIRTY + KEEP */
+			pager_release_frame(d, pte_pfn(e));
+			P.pt[i] = e & ~PTE_KEEP;
+			break;
+		}
+	}
+	return found;
+}
+
+static void yield_to_faults(void)
+{
+	pthread_mutex_unlock(&P.lock);
+	while (__atomic_load_n(&P.fault_waiters, __ATOMIC_ACQUIRE))
+		sched_yield();
+	pthread_mutex_lock(&P.lock);
+}
+
+/* One pass over the used parts of the heap and the mmap area. */
+static uint64_t pass(unsigned d, bool failed)
+{
+	uint64_t found = 0;
+
+	for (int area = 0; area < 2; area++) {
+		uint64_t lo = area ? P.c.heap_pages : 0;
+
+		for (uint64_t i = lo; i < (area ? P.map_hi : P.heap_hi); i += SLICE) {
+			uint64_t hi = area ? P.map_hi : P.heap_hi;
+
+			found += clear_slice(i, i + SLICE < hi ? i + SLICE : hi, d, failed);
+			yield_to_faults();
+		}
+	}
+	return found;
+}
+
+void migrate_off(unsigned d)
+{
+	uint64_t found;
+	int err;
+
+	moved = 0;
+	pthread_mutex_lock(&P.lock);
+	if (P.cursor[d].left) /* the open run of frames there */
+		client_release(P.c.client, d, P.cursor[d].pfn, P.cursor[d].left);
+	P.cursor[d].left = 0;
+	do
+		found = pass(d, false);
+	while (found);
+	pthread_mutex_unlock(&P.lock);
+	err = client_done(P.c.client, d, moved);
+	if (err) {
+		errno = -err;
+		log_error("memnode %u: our pages are moved off it but DONE failed: %m", d);
+		return;
+	}
+	STAT_ADD(P.c.stats, memnodes_drained, 1);
+}
+
+/* The pages in a write buffer of d never left (or d never confirmed them):
+ * they go back into the program. */
+static void take_wbuf_home(unsigned d, struct wbuf *wb)
+{
+	uint32_t pfn, count;
+	const void *data;
+
+	wbuf_run(wb, &pfn, &count, &data);
+	for (uint32_t k = 0; k < count; k++) {
+		uint64_t idx;
+		bool cancelled;
+		int err;
+
+		wbuf_entry(wb, k, &idx, &cancelled);
+		if (cancelled || pte_state(P.pt[idx]) != PTE_WBUF || pte_node(P.pt[idx]) != d)
+			continue;
+		err = uffd_copy(P.c.uffd, page_addr(idx), (const char *)data + ((size_t)k << PAGE_SHIFT), PAGE_SIZE, 0, NULL);
+		if (err)
+			pager_die("cannot map home a page buffered for a failed memnode", (uintptr_t)page_addr(idx), err);
+		pager_became_resident(idx, PTE_DIRTY, 0, 0);
+	}
+	wbuf_clear(wb);
+}
+
+void migrate_forget(unsigned d)
+{
+	pthread_mutex_lock(&P.lock);
+	lost = 0;
+	P.cursor[d].left = 0;
+	take_wbuf_home(d, P.wb[d]);
+	if (P.wb_out[d]) { /* write-behind: the write in flight died with d */
+		take_wbuf_home(d, P.wb_out[d]);
+		P.wb_busy[d] = false;
+	}
+	pass(d, true);
+	if (lost) {
+		STAT_ADD(P.c.stats, pages_lost, lost);
+		log_error("memnode %u failed holding %llu pages that exist nowhere else: the program stops if it "
+			  "touches one", d, (unsigned long long)lost);
+	}
+	pthread_mutex_unlock(&P.lock);
+}
+
+int migrate_init(void)
+{
+	buf = rt_alloc((size_t)RUN_MAX << PAGE_SHIFT);
+	return buf ? 0 : -ENOMEM;
+}

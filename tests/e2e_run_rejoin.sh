@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# e2e_run_rejoin: a memnode that comes back (restarted on its port after a drain or a SIGKILL) or is added to the config file while a program runs is connected to and used for new pages; the program's output equals the native run and no page is lost.
+. "${COMEX_SRC:?}/tests/progs/lib.sh"
+. "$src/tests/progs/memnodes.sh"
+echo "e2e_run_rejoin: restart after drain and after SIGKILL, memnode added to the config file"
+
+# 1. Two memnodes. a is drained and restarted on its port: the program
+# reconnects. Then b is drained: with a back, b's pages go to a, not home.
+# Then b is restarted, killed with SIGKILL (it holds nothing: the program
+# is idle) and restarted once more: each time the program reconnects.
+if want restart; then
+  mn_start a && mn_start b && start_prog restart 16M "127.0.0.1:$port_a,127.0.0.1:$port_b" 64 idle && {
+    err=$dir/restart.err
+    kill -TERM "$pid_a"; drained a "$pid_a" &&
+    mn_start a2 --listen "127.0.0.1:$port_a" &&
+    { wait_log "$err" "127.0.0.1:$port_a (nid [0-9]*) connected" || fail restart "no reconnection to the restarted memnode"; } &&
+    { "$bin" drain --token-file "$dir/token" "127.0.0.1:$port_b" >/dev/null || fail restart "comex drain failed"; } &&
+    drained b "$pid_b" &&
+    mn_start b2 --listen "127.0.0.1:$port_b" &&
+    { wait_log "$err" "127.0.0.1:$port_b (nid [0-9]*) connected" || fail restart "no reconnection to b2"; } && {
+      kill -KILL "$pid_b2"; wait "$pid_b2" 2>/dev/null
+      mn_start b3 --listen "127.0.0.1:$port_b" &&
+      { wait_log "$err" "127.0.0.1:$port_b (nid [0-9]*) connected" 2 || fail restart "no reconnection after SIGKILL"; } &&
+      finished restart && {
+        n=$(moved b); home=$(stat restart pages_migrated_home); rj=$(stat restart memnodes_rejoined)
+        lost=$(stat restart pages_lost)
+        if [ "$n" -le 0 ] || [ "$home" -ne 0 ] || [ "$rj" -ne 3 ] || [ "$lost" -ne 0 ]; then
+          fail restart "b's DONE moved $n pages, pages_migrated_home=$home (0 expected: a was back), memnodes_rejoined=$rj (3), pages_lost=$lost"
+        else
+          echo "ok: restart: reconnected 3 times, b's $n pages went to the restarted a, output identical"
+        fi
+      }
+    }
+  }
+  for v in pid_a2 pid_b3; do [ -n "${!v:-}" ] && { kill -KILL "${!v}"; wait "${!v}"; } 2>/dev/null; done
+fi
+
+# 2. A config file names one memnode; a second is added to the file while the
+# program runs: the program connects to it, and when the first is drained its
+# pages go to the new one, not home.
+if want added; then
+  mn_start c && mn_start d && {
+    printf 'memnode = 127.0.0.1:%s\n' "$port_c" >"$dir/added.conf"
+    start_prog added 16M "--config $dir/added.conf" 64 idle && {
+      printf 'memnode = 127.0.0.1:%s, 127.0.0.1:%s\n' "$port_c" "$port_d" >"$dir/added.conf.new"
+      mv "$dir/added.conf.new" "$dir/added.conf"
+      if ! wait_log "$dir/added.err" "127.0.0.1:$port_d (nid [0-9]*) connected"; then
+        fail added "the memnode added to the config file was not connected to"
+      elif ! "$bin" drain --token-file "$dir/token" "127.0.0.1:$port_c" >/dev/null; then
+        fail added "comex drain failed"
+      elif drained c "$pid_c" && finished added; then
+        n=$(moved c); home=$(stat added pages_migrated_home)
+        if [ "$n" -le 0 ] || [ "$home" -ne 0 ]; then
+          fail added "c's DONE moved $n pages, pages_migrated_home=$home (0 expected: d had room)"
+        else
+          echo "ok: added: the new memnode took c's $n pages, output identical"
+        fi
+      fi
+    }
+  }
+  for v in pid_d; do [ -n "${!v:-}" ] && { kill -KILL "${!v}"; wait "${!v}"; } 2>/dev/null; done
+fi
+finish

@@ -1,0 +1,71 @@
+# Sourced after lib.sh by the tests that start, stop, drain and restart
+# memnodes under a running program (e2e_run_drain.sh, e2e_run_rejoin.sh).
+# The program is prog_gate: it fills its memory and then waits (or keeps
+# rewriting it) until the test opens its gate, so every step happens at a
+# known point of the run, never after a sleep.
+gate=$progs/prog_gate
+"$bin" token "$dir/token" >/dev/null || { fail token "comex token"; finish; }
+
+# mn_start NAME [memnode options]: a memnode on a free loopback port (or on
+# the --listen given); sets port_NAME and pid_NAME, logs to $dir/NAME.log
+mn_start() {
+  local name=$1 port=; shift
+  "$bin" memnode --listen 127.0.0.1:0 --pool 128M --token-file "$dir/token" "$@" 2>"$dir/$name.log" &
+  local pid=$!; pids+=("$pid")
+  for _ in $(seq 1 300); do
+    port=$(sed -n 's/.* on port \([0-9][0-9]*\).*/\1/p' "$dir/$name.log" | head -n 1)
+    [ -n "$port" ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  [ -n "$port" ] || { fail "$name" "memnode did not start: $(tail -n 2 "$dir/$name.log")"; return 1; }
+  printf -v "port_$name" %s "$port"; printf -v "pid_$name" %s "$pid"
+}
+# start_prog NAME LOCALMEM MEMNODES MiB [idle]: prog_gate under comex run in
+# the background (sets run_pid), returns once it has filled its memory.
+# MEMNODES is --memnode's value, or "--config FILE".
+start_prog() {
+  local name=$1 lm=$2 mns=$3 mib=$4 mode=${5:-} where
+  if [[ $mns == --config* ]]; then where=($mns); else where=(--memnode "$mns"); fi
+  rm -f "$dir/$name.gate"
+  native "$name" "$gate" "$mib" / || { fail "$name" "native run failed"; return 1; }
+  timeout -k 10 "$hang_guard" "$bin" run --local-mem "$lm" "${where[@]}" --token-file "$dir/token" \
+    --stats-json "$dir/$name.json" -- "$gate" "$mib" "$dir/$name.gate" $mode >"$dir/$name.comex" 2>"$dir/$name.err" &
+  run_pid=$!; pids+=("$run_pid")
+  for _ in $(seq 1 $((hang_guard * 10))); do
+    grep -q filled "$dir/$name.comex" && return 0
+    kill -0 "$run_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  fail "$name" "program did not fill its memory: $(tail -n 3 "$dir/$name.err")"; return 1
+}
+# drained NAME PID: the memnode exited 0 after a complete drain
+drained() {
+  local name=$1 pid=$2 rc=0
+  wait "$pid" || rc=$?
+  [ $rc -eq 0 ] || { fail "$name" "memnode exit status $rc: $(tail -n 3 "$dir/$name.log")"; return 1; }
+  grep -q "drain complete" "$dir/$name.log" || { fail "$name" "no complete drain: $(tail -n 3 "$dir/$name.log")"; return 1; }
+}
+# moved NAME: pages the client reported moved in its DONE to memnode NAME
+moved() { sed -n 's/.*DONE, moved \([0-9]*\) pages.*/\1/p' "$dir/$1.log" | awk '{s += $1} END {print s + 0}'; }
+# finished NAME: opens the gate; the program must end with the native output
+finished() {
+  local name=$1 rc=0
+  touch "$dir/$name.gate"
+  wait "$run_pid" || rc=$?
+  [ $rc -eq 0 ] || { fail "$name" "exit status $rc under comex run: $(grep -E '^comex: (error|warning)' "$dir/$name.err" | head -n 3)"; return 1; }
+  cmp -s "$dir/$name.native" "$dir/$name.comex" || { fail "$name" "output differs from the native run"; diff "$dir/$name.native" "$dir/$name.comex" | head -n 4; return 1; }
+}
+# stat NAME KEY: a counter from the program's --stats-json
+stat() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$dir/$1.json" "$2"; }
+
+# wait_log FILE PATTERN [N]: until FILE has N (default 1) lines matching
+# PATTERN; false if the hang guard passes first
+wait_log() {
+  local n=${3:-1}
+  for _ in $(seq 1 $((hang_guard * 10))); do
+    [ "$(grep -c -- "$2" "$1" 2>/dev/null)" -ge "$n" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
