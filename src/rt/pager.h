@@ -41,9 +41,9 @@ uint64_t pager_stuck_ns(uint64_t now_ns, uintptr_t *addr_out); /* *addr_out set 
 
 /* The interposed calls, for ranges inside the region only. */
 int pager_mmap(size_t len, int prot, void **out);
-int pager_mmap_fixed(void *addr, size_t len, int prot);
+int pager_mmap_fixed(void *addr, size_t len, int prot, bool noreplace);
 int pager_munmap(void *addr, size_t len);
-int pager_discard(void *addr, size_t len);
+int pager_madvise(void *addr, size_t len, int advice);
 int pager_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newaddr, void **out);
 /* Fork: prepare brings every page home and holds the lock; parent/child after. */
 void pager_fork(int phase);

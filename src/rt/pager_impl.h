@@ -71,6 +71,17 @@ void __attribute__((noreturn)) pager_die(const char *what, uintptr_t addr, int e
 void pager_set_resident(int64_t delta);
 void pager_became_resident(uint64_t idx, unsigned state, unsigned node, uint32_t pfn);
 void pager_release_frame(unsigned node, uint32_t pfn);
+void pager_forget_entries(uint64_t lo, uint64_t hi, unsigned to);
+
+/* foreign.c: pages of mappings the program placed over the region */
+enum { FOREIGN_NONE, FOREIGN_ALL, FOREIGN_MIXED };
+unsigned foreign_kinds(uint64_t lo, uint64_t hi);
+/* Calls fn on each run of [lo, hi) whose pages are all foreign or all not,
+ * split where the heap arena ends; stops at the first error. */
+int foreign_runs(uint64_t lo, uint64_t hi, int (*fn)(uint64_t lo, uint64_t hi, bool foreign, void *arg), void *arg);
+/* The foreign pages of [lo, hi) come back under management, free. */
+int foreign_return(uint64_t lo, uint64_t hi);
+int foreign_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newaddr, void **out);
 
 /* fault.c */
 int fault_init(void);
