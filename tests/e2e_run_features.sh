@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_features: one small program per pager feature (fork, read(2) into evicted memory, writers racing eviction, mremap, MADV_DONTNEED, exec, signals, an evicted locale) filling 4x --local-mem, same output as natively, remote traffic.
+# e2e_run_features: one small program per pager feature (fork, read(2) into evicted memory, writers racing eviction, mremap, MADV_DONTNEED, exec, signals, an evicted locale, a memfd and a file mapped MAP_FIXED over evicted memory) filling 4x --local-mem, same output as natively, remote traffic.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_run_features: feature programs at 128 MiB under comex run --local-mem 32M match their native runs"
 
@@ -8,6 +8,9 @@ compare fork      32M        -- "$progs/prog_fork" 128
 compare readsys   32M budget -- "$progs/prog_readsys" 128
 compare mremap    32M budget -- "$progs/prog_mremap" 48
 compare dontneed  32M budget -- "$progs/prog_dontneed" 128
+# a memfd (two views) and a file mapped MAP_FIXED over a reservation whose
+# pages are remote, unmapped, remapped anonymous, mremapped (docs/PAGER.md P9)
+compare foreign   32M budget -- "$progs/prog_foreign" 32
 compare signals   32M budget -- "$progs/prog_signals" 128
 # UCX's own log lines (info level prints some at every start) go to stderr,
 # never into the program's output
