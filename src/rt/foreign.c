@@ -124,7 +124,7 @@ int foreign_map(void *addr, size_t len, int prot, int flags, int fd, off_t off, 
 
 	if (((uintptr_t)addr & (PAGE_SIZE - 1)) || !clamp(addr, len, &lo, &hi))
 		return -EINVAL;
-	pthread_mutex_lock(&P.lock);
+	pager_lock("mmap of a file or shared memory");
 	if (flags & MAP_FIXED_NOREPLACE) {
 		/* the program's view: only free pages of the mmap area are unmapped */
 		if (lo < P.c.heap_pages || (uintptr_t)addr + len > (uintptr_t)page_addr(P.c.npages) ||
@@ -144,7 +144,7 @@ int foreign_map(void *addr, size_t len, int prot, int flags, int fd, off_t off, 
 			*out = (void *)p;
 		}
 	}
-	pthread_mutex_unlock(&P.lock);
+	pager_unlock();
 	return err;
 }
 

@@ -219,7 +219,7 @@ int pager_mmap(size_t len, int prot, void **out)
 	uint64_t n = npages_of(len), start;
 	int err;
 
-	pthread_mutex_lock(&P.lock);
+	pager_lock("mmap");
 	err = ranges_alloc(P.ranges, n, &start);
 	if (!err) {
 		start += P.c.heap_pages;
@@ -228,7 +228,7 @@ int pager_mmap(size_t len, int prot, void **out)
 		if (err)
 			ranges_free(P.ranges, start - P.c.heap_pages, n);
 	}
-	pthread_mutex_unlock(&P.lock);
+	pager_unlock();
 	if (!err)
 		*out = page_addr(start);
 	return err;
@@ -246,9 +246,9 @@ int pager_mmap_fixed(void *addr, size_t len, int prot, bool noreplace)
 
 	if (!in_region(addr, len) || ((uintptr_t)addr & (PAGE_SIZE - 1)))
 		return -EINVAL;
-	pthread_mutex_lock(&P.lock);
+	pager_lock("mmap MAP_FIXED");
 	if (noreplace && (lo < P.c.heap_pages || ranges_take(P.ranges, lo - P.c.heap_pages, n))) {
-		pthread_mutex_unlock(&P.lock);
+		pager_unlock();
 		return -EEXIST; /* something of the program's is mapped there */
 	}
 	err = foreign_return(lo, lo + n);
@@ -258,7 +258,7 @@ int pager_mmap_fixed(void *addr, size_t len, int prot, bool noreplace)
 		forget(lo, lo + n, PTE_EMPTY);
 		err = syscall(SYS_mprotect, addr, n << PAGE_SHIFT, prot) ? -errno : 0;
 	}
-	pthread_mutex_unlock(&P.lock);
+	pager_unlock();
 	return err;
 }
 
@@ -292,9 +292,9 @@ int pager_munmap(void *addr, size_t len)
 
 	if (!in_region(addr, len) || ((uintptr_t)addr & (PAGE_SIZE - 1)))
 		return -EINVAL;
-	pthread_mutex_lock(&P.lock);
+	pager_lock("munmap");
 	err = foreign_runs(lo, lo + n, unmap_run, NULL);
-	pthread_mutex_unlock(&P.lock);
+	pager_unlock();
 	return err;
 }
 
@@ -327,9 +327,9 @@ int pager_madvise(void *addr, size_t len, int advice)
 
 	if (!in_region(addr, len) || ((uintptr_t)addr & (PAGE_SIZE - 1)))
 		return -EINVAL;
-	pthread_mutex_lock(&P.lock);
+	pager_lock("madvise");
 	err = foreign_runs(lo, lo + n, advise_run, &advice);
-	pthread_mutex_unlock(&P.lock);
+	pager_unlock();
 	return err;
 }
 
@@ -449,7 +449,7 @@ int pager_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newad
 
 	if (((uintptr_t)old & (PAGE_SIZE - 1)) || !newlen)
 		return -EINVAL;
-	pthread_mutex_lock(&P.lock);
+	pager_lock("mremap");
 	/* a source outside the region is the kernel's: only its target is in it */
 	kinds = in_region(old, oldlen) ? foreign_kinds(lo, lo + on) : FOREIGN_ALL;
 	if (kinds != FOREIGN_NONE && in_region(old, oldlen) && nn < on && !(flags & MREMAP_FIXED)) {
@@ -464,8 +464,19 @@ int pager_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newad
 	} else {
 		err = -EFAULT; /* the kernel grows or moves one mapping only */
 	}
-	pthread_mutex_unlock(&P.lock);
+	pager_unlock();
 	return err;
+}
+
+uint64_t pager_lock_held_ns(uint64_t now, int *tid_out, const char **why_out)
+{
+	uint64_t since = __atomic_load_n(&P.held_since, __ATOMIC_ACQUIRE);
+
+	if (!since || now <= since)
+		return 0;
+	*tid_out = P.held_tid;
+	*why_out = P.held_why;
+	return now - since;
 }
 
 /* ---- fork ---- */
@@ -509,15 +520,15 @@ void pager_fork(int phase)
 		__atomic_store_n(&P.no_evict, 1, __ATOMIC_RELEASE);
 		for (;;) {
 			any_away(true);
-			pthread_mutex_lock(&P.lock);
+			pager_lock("fork");
 			if (!any_away(false))
 				break;
-			pthread_mutex_unlock(&P.lock);
+			pager_unlock();
 		}
 		return;
 	case FORK_PARENT:
 		__atomic_store_n(&P.no_evict, 0, __ATOMIC_RELEASE);
-		pthread_mutex_unlock(&P.lock);
+		pager_unlock();
 		return;
 	case FORK_CHILD:
 		P.detached = true;

@@ -46,6 +46,12 @@ struct pager {
 	bool full_warned;
 	uint64_t faults;              /* served, for the wedge_after test hook */
 	char *scratch;                /* MAX_BATCH pages for eviction copies (synchronous mode) */
+	/* who holds the lock, for the watchdog: since (ns, 0 when free) is
+	 * stored last with release, read first with acquire; a reader racing a
+	 * change of holder may pair one holder's tid with another's reason */
+	uint64_t held_since;
+	const char *held_why;
+	int held_tid;
 };
 
 extern struct pager P;
@@ -56,6 +62,31 @@ static inline uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The pager lock, taken for why (a static string the watchdog reports when
+ * the lock is held too long or a fault handler waits for it). */
+static inline void pager_lock(const char *why)
+{
+	pthread_mutex_lock(&P.lock);
+	P.held_why = why;
+	P.held_tid = (int)syscall(SYS_gettid);
+	__atomic_store_n(&P.held_since, now_ns(), __ATOMIC_RELEASE);
+}
+
+static inline void pager_unlock(void)
+{
+	__atomic_store_n(&P.held_since, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&P.lock);
+}
+
+static inline void pager_cond_wait(pthread_cond_t *c, const char *why)
+{
+	__atomic_store_n(&P.held_since, 0, __ATOMIC_RELEASE);
+	pthread_cond_wait(c, &P.lock);
+	P.held_why = why;
+	P.held_tid = (int)syscall(SYS_gettid);
+	__atomic_store_n(&P.held_since, now_ns(), __ATOMIC_RELEASE);
 }
 
 static inline char *page_addr(uint64_t idx) { return P.c.base + (idx << PAGE_SHIFT); }

@@ -409,19 +409,19 @@ void reclaim_poke(void)
 void *pager_reclaimer(void *arg)
 {
 	(void)arg;
-	pthread_mutex_lock(&P.lock);
+	pager_lock("reclaim");
 	for (;;) {
 		while (!below_low() || !may_evict())
-			pthread_cond_wait(&P.reclaim_wake, &P.lock);
+			pager_cond_wait(&P.reclaim_wake, "reclaim");
 		while (P.resident + P.high_free > P.c.budget_pages && may_evict()) {
 			if (!evict_batch())
 				break;
 			/* a mutex is not fair: hand it to the waiting fault handlers
 			 * before the next batch, or faults starve behind reclaim */
-			pthread_mutex_unlock(&P.lock);
+			pager_unlock();
 			while (__atomic_load_n(&P.fault_waiters, __ATOMIC_ACQUIRE))
 				sched_yield();
-			pthread_mutex_lock(&P.lock);
+			pager_lock("reclaim");
 		}
 	}
 	return NULL;
