@@ -188,3 +188,33 @@ int foreign_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *new
 	*out = (void *)r;
 	return err;
 }
+
+/* The program registers [addr, +len) with a userfaultfd of its own (a
+ * range has one userfaultfd at most): the pager lets go of it with its
+ * data. Eviction pauses while its pages are brought home (faults from this
+ * thread, outside the lock, as a fork does), then under the lock they are
+ * forgotten (frames released), unregistered from the pager's descriptor and
+ * marked foreign; the program's registration then sees them as the kernel
+ * would. Unmapped later, they come back under management. */
+int foreign_release_to_program(void *addr, size_t len)
+{
+	uint64_t lo, hi;
+	int err;
+
+	if (!clamp(addr, len, &lo, &hi) || P.detached)
+		return 0;
+	__atomic_store_n(&P.no_evict, 1, __ATOMIC_RELEASE);
+	for (;;) {
+		pager_bring_home(lo, hi, true);
+		pager_lock("a userfaultfd registration of the program's");
+		if (!pager_bring_home(lo, hi, false))
+			break;
+		pager_unlock();
+	}
+	err = uffd_unregister(P.c.uffd, page_addr(lo), (hi - lo) << PAGE_SHIFT);
+	if (!err)
+		err = became_foreign(lo, hi);
+	__atomic_store_n(&P.no_evict, 0, __ATOMIC_RELEASE);
+	pager_unlock();
+	return err;
+}

@@ -11,4 +11,8 @@
  * mapped) of anything but anonymous private memory over part of the region. */
 int foreign_map(void *addr, size_t len, int prot, int flags, int fd, off_t off, void **out);
 
+/* Before the program registers [addr, +len) with its own userfaultfd: the
+ * pager brings those pages home and stops managing them. */
+int foreign_release_to_program(void *addr, size_t len);
+
 #endif

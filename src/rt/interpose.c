@@ -11,6 +11,8 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -282,6 +284,32 @@ EXPORT int madvise(void *addr, size_t len, int advice)
 		}
 	}
 	return (int)syscall(SYS_madvise, addr, len, advice);
+}
+
+/* A userfaultfd of the program's own: a range is registered with one
+ * userfaultfd at most, and the pager's covers the region, so before the
+ * program registers part of it the pager lets go of that part (with its
+ * data; docs/PAGER.md P24). Every other ioctl goes straight to the kernel. */
+EXPORT int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (req == UFFDIO_REGISTER && managed() && arg) {
+		const struct uffdio_register *r = arg;
+		void *start = (void *)(uintptr_t)r->range.start;
+
+		if (overlaps_region(start, r->range.len)) {
+			int err = AS_RUNTIME(foreign_release_to_program(start, r->range.len));
+
+			if (err)
+				return fail_int(err);
+		}
+	}
+	return (int)syscall(SYS_ioctl, fd, req, arg);
 }
 
 /* ---- threads ---- */

@@ -488,7 +488,7 @@ uint64_t pager_lock_held_ns(uint64_t now, int *tid_out, const char **why_out)
 /* Faults in every page that is not resident from this (program) thread with
  * MADV_POPULATE_READ, which the handler serves like any read fault (a read of
  * /proc/self/mem would not wait for userfaultfd). Eviction is off meanwhile. */
-static bool bring_home(uint64_t lo, uint64_t hi, bool read)
+bool pager_bring_home(uint64_t lo, uint64_t hi, bool read)
 {
 	bool any = false;
 
@@ -506,9 +506,9 @@ static bool bring_home(uint64_t lo, uint64_t hi, bool read)
 
 static bool any_away(bool read)
 {
-	bool heap = bring_home(0, P.heap_hi, read);
+	bool heap = pager_bring_home(0, P.heap_hi, read);
 
-	return bring_home(P.c.heap_pages, P.map_hi, read) || heap;
+	return pager_bring_home(P.c.heap_pages, P.map_hi, read) || heap;
 }
 
 void pager_fork(int phase)
