@@ -53,9 +53,10 @@ static void *serve(void *arg)
 		uintptr_t a = m.arg.pagefault.address & ~(PAGE - 1);
 		fill((uint64_t *)page_buf, PAGE / 8, 9, a / 8);
 		struct uffdio_copy c = { .dst = a, .src = (uintptr_t)page_buf, .len = PAGE };
+		/* counted before the copy wakes the faulting thread, which reads it */
+		__atomic_add_fetch(&served, 1, __ATOMIC_RELEASE);
 		if (ioctl(ufd, UFFDIO_COPY, &c) && errno != EEXIST)
 			die("UFFDIO_COPY: %s", strerror(errno));
-		__atomic_add_fetch(&served, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
 }
@@ -102,7 +103,7 @@ int main(int argc, char **argv)
 	uint64_t *f = map(S);
 	reg(f, S, "fresh mapping");
 	expect(f, SW, 9, (uintptr_t)f / 8, "fresh registered mapping");
-	long got = __atomic_load_n(&served, __ATOMIC_RELAXED);
+	long got = __atomic_load_n(&served, __ATOMIC_ACQUIRE);
 	if (got != (long)(S / 2 / PAGE + S / PAGE))
 		die("the program's handler served %ld faults, expected %zu", got, S / 2 / PAGE + S / PAGE);
 	/* the rest of the memory is unchanged, also after more eviction */
