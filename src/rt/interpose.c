@@ -5,6 +5,8 @@
  * mmap/munmap/mremap/madvise inside the region go to the pager. Nothing here
  * may call stdio or log on the fast path. */
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <errno.h>
 #include <mimalloc.h>
 #include <pthread.h>
@@ -12,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <linux/userfaultfd.h>
+#include <sys/auxv.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -36,6 +39,44 @@ void *__libc_memalign(size_t, size_t);
 void *__libc_valloc(size_t);
 void *__libc_pvalloc(size_t);
 
+/* The dynamic linker's code, [ldso_lo, ldso_hi). What it allocates (the
+ * link maps and scopes of libraries the program dlopen()s, their dynamic
+ * TLS) it walks on every lazy symbol binding and dlsym: a runtime thread
+ * binding a symbol would fault on an evicted link map and wait for itself
+ * (a JVM under comex hung so: the fault handler in do_lookup_x). So its
+ * allocations come from the C library's heap, whoever calls dlopen. */
+static uintptr_t ldso_lo, ldso_hi;
+
+static void find_ldso(void)
+{
+	uintptr_t base = getauxval(AT_BASE), lo = UINTPTR_MAX, hi = 0;
+	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)base;
+
+	if (!base) { /* no interpreter: nothing to exclude */
+		ldso_lo = ldso_hi = 1;
+		return;
+	}
+	for (unsigned i = 0; i < eh->e_phnum; i++) {
+		const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(base + eh->e_phoff + (size_t)i * eh->e_phentsize);
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		if (base + ph->p_vaddr < lo)
+			lo = base + ph->p_vaddr;
+		if (base + ph->p_vaddr + ph->p_memsz > hi)
+			hi = base + ph->p_vaddr + ph->p_memsz;
+	}
+	ldso_lo = lo;
+	__atomic_store_n(&ldso_hi, hi > lo ? hi : lo + 1, __ATOMIC_RELEASE);
+}
+
+static inline bool from_ldso(const void *ret)
+{
+	if (__builtin_expect(!__atomic_load_n(&ldso_hi, __ATOMIC_ACQUIRE), 0))
+		find_ldso();
+	return (uintptr_t)ret - ldso_lo < ldso_hi - ldso_lo;
+}
+
 /* True when this allocation must come from the C library's heap: the
  * runtime's own (and UCX's, made on runtime threads) and everything before
  * the pager runs, which includes the constructors of UCX and the other
@@ -46,8 +87,18 @@ static inline int use_libc(void)
 	return rt_internal || __atomic_load_n(&rt_mode, __ATOMIC_RELAXED) == RT_OFF;
 }
 
-EXPORT void *malloc(size_t n) { return use_libc() ? __libc_malloc(n) : mi_malloc(n); }
-EXPORT void *calloc(size_t k, size_t n) { return use_libc() ? __libc_calloc(k, n) : mi_calloc(k, n); }
+/* use_libc(), or the caller is the dynamic linker (ret: its return address) */
+#define LIBC_FOR(ret) (use_libc() || from_ldso(ret))
+
+EXPORT void *malloc(size_t n)
+{
+	return LIBC_FOR(__builtin_return_address(0)) ? __libc_malloc(n) : mi_malloc(n);
+}
+
+EXPORT void *calloc(size_t k, size_t n)
+{
+	return LIBC_FOR(__builtin_return_address(0)) ? __libc_calloc(k, n) : mi_calloc(k, n);
+}
 
 EXPORT void free(void *p)
 {
@@ -62,7 +113,7 @@ EXPORT void free(void *p)
 EXPORT void *realloc(void *p, size_t n)
 {
 	if (!p)
-		return malloc(n);
+		return LIBC_FOR(__builtin_return_address(0)) ? __libc_malloc(n) : mi_malloc(n);
 	return rt_in_heap(p) ? mi_realloc(p, n) : __libc_realloc(p, n);
 }
 
