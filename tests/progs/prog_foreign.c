@@ -18,11 +18,10 @@
 
 static size_t U; /* the unit: argv[1] MiB */
 static uint64_t *pusher;
-static uint64_t pround;
 
 static void push_out(void)
 {
-	fill(pusher, 2 * U / 8, 0xf00 + ++pround, 0);
+	push_out_with(pusher, 2 * U);
 }
 
 static void *map_at(void *at, size_t len, int flags, int fd, const char *what)

@@ -19,22 +19,13 @@
 
 static size_t U;
 static uint64_t *pusher;
-static uint64_t pround;
 static int ufd;
 static char *page_buf;
 static long served;
 
 static void push_out(void)
 {
-	fill(pusher, 2 * U / 8, 0xf00 + ++pround, 0);
-}
-
-static void *map(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		die("mmap %zu: %s", len, strerror(errno));
-	return p;
+	push_out_with(pusher, 2 * U);
 }
 
 /* The program's own fault handler: every missing page gets pattern 9 at its
@@ -82,9 +73,9 @@ int main(int argc, char **argv)
 	struct uffdio_api api = { .api = UFFD_API };
 	if (ioctl(ufd, UFFDIO_API, &api))
 		die("UFFDIO_API: %s", strerror(errno));
-	page_buf = map(PAGE);
-	pusher = map(2 * U);
-	uint64_t *a = map(4 * U);
+	page_buf = map_anon(PAGE);
+	pusher = map_anon(2 * U);
+	uint64_t *a = map_anon(4 * U);
 	fill(a, 4 * W, 1, 0);
 	push_out();
 
@@ -100,7 +91,7 @@ int main(int argc, char **argv)
 	expect((uint64_t *)part, SW / 2, 9, (uintptr_t)part / 8, "discarded pages served by the program");
 	expect((uint64_t *)part + SW / 2, SW / 2, 1, W + SW / 2, "registered pages not discarded");
 	/* a fresh mapping, registered before any touch: every page from the program */
-	uint64_t *f = map(S);
+	uint64_t *f = map_anon(S);
 	reg(f, S, "fresh mapping");
 	expect(f, SW, 9, (uintptr_t)f / 8, "fresh registered mapping");
 	long got = __atomic_load_n(&served, __ATOMIC_ACQUIRE);
