@@ -7,9 +7,9 @@ for p in java javac; do
 done
 javac -d "$dir/classes" "$src/tests/progs/runtimes/Objects.java" || { fail javac "Objects.java does not compile"; finish; }
 jvm=(java -Xmx256m -XX:TieredStopAtLevel=1 -cp "$dir/classes")
-compare g1       quarter budget -- "${jvm[@]}" -XX:+UseG1GC Objects 600000
-compare parallel quarter budget -- "${jvm[@]}" -XX:+UseParallelGC Objects 600000
+compare g1       quarter budget -- "${jvm[@]}" -XX:+UseG1GC Objects 250000
+compare parallel quarter budget -- "${jvm[@]}" -XX:+UseParallelGC Objects 250000
 # ZGC's resident set counts its heap three times (one memfd, three views) and
 # that heap is never paged: the budget is a quarter of the rest, about
-compare zgc      32M     budget -- "${jvm[@]}" -XX:+UseZGC Objects 600000
+compare zgc      32M     budget -- "${jvm[@]}" -XX:+UseZGC Objects 250000
 finish
