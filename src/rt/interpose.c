@@ -9,6 +9,7 @@
 #include <link.h>
 #include <errno.h>
 #include <mimalloc.h>
+#include <printf.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -362,6 +363,36 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 	}
 	return (int)syscall(SYS_ioctl, fd, req, arg);
 }
+
+/* printf extensions. libquadmath (which numpy loads through OpenBLAS and
+ * libgfortran) registers a printf modifier and specifier in its
+ * constructor; the C library keeps them in tables it allocates then, and
+ * every printf-family call of every thread reads them. Allocated in managed
+ * memory and evicted, they made the fault handler, formatting a message,
+ * fault on itself (CPython with numpy hung). They are allocated from the C
+ * library's heap, as the runtime's own. */
+#define PRINTF_REGISTRAR(ret, name, params, args)					\
+	EXPORT ret name params								\
+	{										\
+		static ret (*next) params;						\
+		locale_t l;								\
+		ret r;									\
+											\
+		if (!next)								\
+			next = (ret (*) params)dlsym(RTLD_NEXT, #name);			\
+		if (!next)								\
+			return -1;							\
+		l = rt_enter();								\
+		r = next args;								\
+		rt_leave(l);								\
+		return r;								\
+	}
+PRINTF_REGISTRAR(int, register_printf_specifier, (int spec, printf_function *f, printf_arginfo_size_function *a),
+		 (spec, f, a))
+PRINTF_REGISTRAR(int, register_printf_function, (int spec, printf_function *f, printf_arginfo_function *a),
+		 (spec, f, a))
+PRINTF_REGISTRAR(int, register_printf_modifier, (const wchar_t *str), (str))
+PRINTF_REGISTRAR(int, register_printf_type, (printf_va_arg_function *f), (f))
 
 /* ---- threads ---- */
 
