@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# e2e_run_failures: a wedged fault handler and a killed or stopped memnode stop the program with a message (never a hang, never wrong output); static binaries refused; exit status passed through.
+# e2e_run_failures: a wedged fault handler, a fault never answered, and a killed or stopped memnode stop the program with a message (never a hang, never wrong output); static binaries refused; exit status passed through.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
-echo "e2e_run_failures: watchdog on a wedged handler, SIGKILLed/SIGSTOPped memnode, static binary refusal, exit status"
+echo "e2e_run_failures: watchdog on a wedged handler and an unanswered fault, SIGKILLed/SIGSTOPped memnode, static binary refusal, exit status"
 wd=$progs/prog_watchdog
 "$wd" 128 3 >"$dir/wd.native" && grep -q ", ok$" "$dir/wd.native" || { fail native "prog_watchdog fails natively"; finish; }
 
@@ -29,6 +29,19 @@ stopped wedge $rc
 for f in $(comm -13 <(echo "$before") <(live_stats)); do
   kill -0 "${f#comex-stats.}" 2>/dev/null || fail wedge "left /dev/shm/$f behind"
 done
+
+# 1b. the handler reads faults after 2000 and never answers them (it stays
+#     idle, holding nothing): the watchdog sees the program thread asleep in
+#     its fault and says so (this hung silently before)
+rc=0
+#     (6 s: on a loaded machine one slow batch of real faults can take 2 s,
+#     and the handler-stuck probe would fire first)
+COMEX_TEST_DROP_AFTER=2000 under_comex dropped 32M --watchdog 6s -- "$wd" 128 3 || rc=$?
+stopped dropped $rc
+grep -q "in one page fault of the managed region that no fault handler answers" "$dir/dropped.err" \
+  || { fail dropped "the watchdog did not name the unanswered fault"; grep "comex: error" "$dir/dropped.err" | head -3; }
+grep -q "pager lock is held by thread [0-9]* (a batch of faults)" "$dir/wedge.err" \
+  || fail wedge "the watchdog did not say who holds the pager lock"
 
 # 2. a separate memnode, SIGKILLed (then SIGSTOPped) while the program depends on it
 "$bin" token "$dir/token" >/dev/null || { fail token "comex token"; finish; }

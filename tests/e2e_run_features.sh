@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_features: one small program per pager feature (fork, read(2) into evicted memory, writers racing eviction, discards racing remote reads, mremap, MADV_DONTNEED, exec, signals, an evicted locale, encrypted pages) filling 4x --local-mem, same output as natively, remote traffic.
+# e2e_run_features: one small program per pager feature (fork, read(2) into evicted memory, writers racing eviction, discards racing remote reads, mremap, MADV_DONTNEED, exec, signals, an evicted locale, encrypted pages, a memfd and a file mapped MAP_FIXED over evicted memory, a program's own userfaultfd) filling 4x --local-mem, same output as natively, remote traffic.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_run_features: feature programs at 128 MiB under comex run --local-mem 32M match their native runs"
 
@@ -8,6 +8,17 @@ compare fork      32M        -- "$progs/prog_fork" 128
 compare readsys   32M budget -- "$progs/prog_readsys" 128
 compare mremap    32M budget -- "$progs/prog_mremap" 48
 compare dontneed  32M budget -- "$progs/prog_dontneed" 128
+# a memfd (two views) and a file mapped MAP_FIXED over a reservation whose
+# pages are remote, unmapped, remapped anonymous, mremapped (docs/PAGER.md P9)
+compare foreign   32M budget -- "$progs/prog_foreign" 32
+# a program with a userfaultfd of its own registers evicted memory: the pager
+# lets go of it with its data (P28); it brings the range home first, so the
+# budget is exceeded by that range for a moment (no budget check)
+if "$progs/prog_uffd" 1 >/dev/null 2>&1; then
+  compare uffd    32M        -- "$progs/prog_uffd" 32
+else
+  echo "skip: uffd: this user may not use userfaultfd for a program's own faults"
+fi
 compare signals   32M budget -- "$progs/prog_signals" 128
 # UCX's own log lines (info level prints some at every start) go to stderr,
 # never into the program's output

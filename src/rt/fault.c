@@ -336,9 +336,9 @@ static void fetch_plan(uint64_t idx, uint64_t lo, uint64_t hi, bool *ok, uint32_
 	}
 	for (uint32_t k = 0; k < slots; k++)
 		seen[k] = P.pt[plan_lo + k * step];
-	pthread_mutex_unlock(&P.lock);
+	pager_unlock();
 	read_runs(runs, n, node);
-	pthread_mutex_lock(&P.lock);
+	pager_lock("a batch of faults");
 	for (uint32_t k = 0; k < slots; k++)
 		if (ok[k] && P.pt[plan_lo + k * step] != seen[k])
 			ok[k] = false;
@@ -519,13 +519,15 @@ static void handle(const struct uffd_msg *m, unsigned h)
 		uffd_wake(P.c.uffd, (void *)a, PAGE_SIZE);
 		return;
 	}
+	if (P.c.wedge_drop && P.faults >= P.c.wedge_after)
+		return; /* test hook: a fault read and never answered */
 	__atomic_store_n(&busy[h].addr, a, __ATOMIC_RELAXED);
 	idx = (a - (uintptr_t)P.c.base) >> PAGE_SHIFT;
 	if (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP)
 		fault_wp(idx);
 	else
 		fault_missing(idx, m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE);
-	if (P.c.wedge_after && ++P.faults >= P.c.wedge_after)
+	if (P.c.wedge_after && ++P.faults >= P.c.wedge_after && !P.c.wedge_drop)
 		for (;;) /* test hook: wedge while holding the batch, for the watchdog */
 			pause();
 }
@@ -558,13 +560,13 @@ void pager_run(int cpu)
 			__atomic_store_n(&busy[h].addr, (uintptr_t)msg[0].arg.pagefault.address, __ATOMIC_RELAXED);
 			__atomic_store_n(&busy[h].since, now_ns(), __ATOMIC_RELAXED);
 			__atomic_fetch_add(&P.fault_waiters, 1, __ATOMIC_RELEASE);
-			pthread_mutex_lock(&P.lock);
+			pager_lock("a batch of faults");
 			__atomic_fetch_sub(&P.fault_waiters, 1, __ATOMIC_RELEASE);
 			for (ssize_t i = 0; i < r / (ssize_t)sizeof(msg[0]); i++)
 				handle(&msg[i], h);
 			reclaim_poke();
 			__atomic_store_n(&busy[h].since, 0, __ATOMIC_RELAXED);
-			pthread_mutex_unlock(&P.lock);
+			pager_unlock();
 			idle_since = now_ns();
 			continue;
 		}

@@ -5,11 +5,18 @@
  * mmap/munmap/mremap/madvise inside the region go to the pager. Nothing here
  * may call stdio or log on the fast path. */
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <errno.h>
 #include <mimalloc.h>
+#include <printf.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <linux/userfaultfd.h>
+#include <sys/auxv.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -18,6 +25,8 @@
 #define MREMAP_DONTUNMAP 4
 #endif
 
+#include "foreign.h"
+#include "log.h"
 #include "pager.h"
 #include "rt.h"
 
@@ -31,6 +40,44 @@ void *__libc_memalign(size_t, size_t);
 void *__libc_valloc(size_t);
 void *__libc_pvalloc(size_t);
 
+/* The dynamic linker's code, [ldso_lo, ldso_hi). What it allocates (the
+ * link maps and scopes of libraries the program dlopen()s, their dynamic
+ * TLS) it walks on every lazy symbol binding and dlsym: a runtime thread
+ * binding a symbol would fault on an evicted link map and wait for itself
+ * (a JVM under comex hung so: the fault handler in do_lookup_x). So its
+ * allocations come from the C library's heap, whoever calls dlopen. */
+static uintptr_t ldso_lo, ldso_hi;
+
+static void find_ldso(void)
+{
+	uintptr_t base = getauxval(AT_BASE), lo = UINTPTR_MAX, hi = 0;
+	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)base;
+
+	if (!base) { /* no interpreter: nothing to exclude */
+		ldso_lo = ldso_hi = 1;
+		return;
+	}
+	for (unsigned i = 0; i < eh->e_phnum; i++) {
+		const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(base + eh->e_phoff + (size_t)i * eh->e_phentsize);
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		if (base + ph->p_vaddr < lo)
+			lo = base + ph->p_vaddr;
+		if (base + ph->p_vaddr + ph->p_memsz > hi)
+			hi = base + ph->p_vaddr + ph->p_memsz;
+	}
+	ldso_lo = lo;
+	__atomic_store_n(&ldso_hi, hi > lo ? hi : lo + 1, __ATOMIC_RELEASE);
+}
+
+static inline bool from_ldso(const void *ret)
+{
+	if (__builtin_expect(!__atomic_load_n(&ldso_hi, __ATOMIC_ACQUIRE), 0))
+		find_ldso();
+	return (uintptr_t)ret - ldso_lo < ldso_hi - ldso_lo;
+}
+
 /* True when this allocation must come from the C library's heap: the
  * runtime's own (and UCX's, made on runtime threads) and everything before
  * the pager runs, which includes the constructors of UCX and the other
@@ -41,8 +88,18 @@ static inline int use_libc(void)
 	return rt_internal || __atomic_load_n(&rt_mode, __ATOMIC_RELAXED) == RT_OFF;
 }
 
-EXPORT void *malloc(size_t n) { return use_libc() ? __libc_malloc(n) : mi_malloc(n); }
-EXPORT void *calloc(size_t k, size_t n) { return use_libc() ? __libc_calloc(k, n) : mi_calloc(k, n); }
+/* use_libc(), or the caller is the dynamic linker (ret: its return address) */
+#define LIBC_FOR(ret) (use_libc() || from_ldso(ret))
+
+EXPORT void *malloc(size_t n)
+{
+	return LIBC_FOR(__builtin_return_address(0)) ? __libc_malloc(n) : mi_malloc(n);
+}
+
+EXPORT void *calloc(size_t k, size_t n)
+{
+	return LIBC_FOR(__builtin_return_address(0)) ? __libc_calloc(k, n) : mi_calloc(k, n);
+}
 
 EXPORT void free(void *p)
 {
@@ -57,7 +114,7 @@ EXPORT void free(void *p)
 EXPORT void *realloc(void *p, size_t n)
 {
 	if (!p)
-		return malloc(n);
+		return LIBC_FOR(__builtin_return_address(0)) ? __libc_malloc(n) : mi_malloc(n);
 	return rt_in_heap(p) ? mi_realloc(p, n) : __libc_realloc(p, n);
 }
 
@@ -132,22 +189,97 @@ static int overlaps_region(const void *addr, size_t len)
 	return rt_heap_lo && (const char *)addr < rt_region_hi && (const char *)addr + len > rt_heap_lo;
 }
 
+/* Address hints. The kernel places a mapping at its hint when that range is
+ * free; the pager places anonymous memory anywhere in the region. Most
+ * programs take any address (V8's hints are random, the JVM's heap falls
+ * back to one), some need theirs: ZGC reserves its heap views at fixed
+ * addresses and tries thousands of them, unmapping each mapping that landed
+ * elsewhere at once. After HINTS_REFUSED such unmaps in a row, a hint
+ * outside the region is honoured by the kernel when that range is free, and
+ * that mapping is not managed (docs/PAGER.md P9). The JVM's G1 and Parallel
+ * heaps refuse about a dozen placements before they take any address. */
+#define HINTS_REFUSED 64
+static uint64_t hint_placed;  /* region page << 32 | pages of the last hinted mapping placed elsewhere */
+static int hints_refused;     /* in a row */
+static int hints_honoured;    /* all three relaxed atomics: a heuristic, races only blur it */
+
+static uint64_t hint_key(const void *p, size_t len)
+{
+	return (uint64_t)((const char *)p - rt_heap_lo) >> 12 << 32 | ((len + 4095) >> 12 & 0xffffffffu);
+}
+
+static void *honour_hint(void *addr, size_t len, int prot, int flags)
+{
+	long p;
+
+	if (!__atomic_load_n(&hints_honoured, __ATOMIC_RELAXED))
+		return MAP_FAILED;
+	p = syscall(SYS_mmap, addr, len, prot, flags | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p == (long)(uintptr_t)addr)
+		return addr;
+	if (p != -1) /* a kernel older than 4.17 took NOREPLACE as a hint */
+		syscall(SYS_munmap, p, len);
+	return MAP_FAILED;
+}
+
+static void hint_missed(void *p, size_t len)
+{
+	if (__atomic_exchange_n(&hint_placed, hint_key(p, len), __ATOMIC_RELAXED))
+		__atomic_store_n(&hints_refused, 0, __ATOMIC_RELAXED); /* the last one was kept */
+}
+
+static void hint_check_unmap(void *addr, size_t len)
+{
+	uint64_t key = hint_key(addr, len);
+
+	if (!__atomic_load_n(&hint_placed, __ATOMIC_RELAXED) ||
+	    !__atomic_compare_exchange_n(&hint_placed, &key, 0, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return;
+	if (__atomic_add_fetch(&hints_refused, 1, __ATOMIC_RELAXED) == HINTS_REFUSED &&
+	    !__atomic_exchange_n(&hints_honoured, 1, __ATOMIC_RELAXED)) {
+		locale_t l = rt_enter();
+
+		log_info("the program unmapped %d mappings in a row that were placed away from the address "
+				    "it asked for: from now on such addresses outside the managed region are honoured, "
+			 "and memory mapped there is not managed", HINTS_REFUSED);
+		rt_leave(l);
+	}
+}
+
+static bool inside_region(const void *addr, size_t len)
+{
+	return (const char *)addr >= rt_heap_lo && len <= (size_t)(rt_region_hi - (const char *)addr);
+}
+
 EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
+	/* MAP_32BIT wants an address below 4 GiB, far from the region */
 	int anon_private = (flags & MAP_ANONYMOUS) && (flags & MAP_TYPE) == MAP_PRIVATE &&
-			   !(flags & (MAP_HUGETLB | MAP_GROWSDOWN));
+			   !(flags & (MAP_HUGETLB | MAP_GROWSDOWN | MAP_32BIT));
 	int fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE);
 	void *p;
 	int err;
 
 	if (managed() && len) {
-		if (anon_private && !fixed && !(err = AS_RUNTIME(pager_mmap(len, prot, &p))))
-			return p;
+		if (anon_private && !fixed) {
+			bool hinted = addr && !overlaps_region(addr, len);
+
+			if (hinted && (p = honour_hint(addr, len, prot, flags)) != MAP_FAILED)
+				return p;
+			if (!(err = AS_RUNTIME(pager_mmap(len, prot, &p)))) {
+				if (hinted)
+					hint_missed(p, len);
+				return p;
+			}
+		}
 		if (fixed && overlaps_region(addr, len)) {
-			if (!anon_private || (flags & MAP_FIXED_NOREPLACE))
-				return fail_ptr(-EINVAL); /* files cannot be mapped over managed memory */
-			err = AS_RUNTIME(pager_mmap_fixed(addr, len, prot));
-			return err ? fail_ptr(err) : addr;
+			if (anon_private && inside_region(addr, len)) {
+				err = AS_RUNTIME(pager_mmap_fixed(addr, len, prot, flags & MAP_FIXED_NOREPLACE));
+				return err ? fail_ptr(err) : addr;
+			}
+			/* a file, shared memory...: replaces what the pager had there */
+			err = AS_RUNTIME(foreign_map(addr, len, prot, flags, fd, off, &p));
+			return err ? fail_ptr(err) : p;
 		}
 	}
 	p = (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
@@ -161,6 +293,8 @@ EXPORT int munmap(void *addr, size_t len)
 	if (managed() && overlaps_region(addr, len)) {
 		int err = AS_RUNTIME(pager_munmap(addr, len));
 
+		if (!err)
+			hint_check_unmap(addr, len);
 		return err ? fail_int(err) : 0;
 	}
 	return (int)syscall(SYS_munmap, addr, len);
@@ -176,13 +310,12 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 		newaddr = va_arg(ap, void *);
 		va_end(ap);
 	}
-	if (managed() && overlaps_region(old, oldlen)) {
+	if (managed() && (overlaps_region(old, oldlen) ||
+			  ((flags & MREMAP_FIXED) && overlaps_region(newaddr, newlen)))) {
 		int err = AS_RUNTIME(pager_mremap(old, oldlen, newlen, flags, newaddr, &out));
 
 		return err ? fail_ptr(err) : out;
 	}
-	if (managed() && newaddr && overlaps_region(newaddr, newlen))
-		return fail_ptr(-EINVAL);
 	return (void *)syscall(SYS_mremap, old, oldlen, newlen, flags, newaddr);
 }
 
@@ -192,18 +325,74 @@ EXPORT int madvise(void *addr, size_t len, int advice)
 		switch (advice) {
 		case MADV_DONTNEED:
 		case MADV_FREE:
-		case MADV_REMOVE: {
-			int err = AS_RUNTIME(pager_discard(addr, len));
+		case MADV_REMOVE:
+		case MADV_HUGEPAGE:
+		case MADV_NOHUGEPAGE: {
+			/* not the others under the pager lock: MADV_POPULATE_* faults */
+			int err = AS_RUNTIME(pager_madvise(addr, len, advice));
 
 			return err ? fail_int(err) : 0;
 		}
-		case MADV_HUGEPAGE:
-		case MADV_NOHUGEPAGE:
-			return 0; /* the region stays in 4 KiB pages: faults are per page */
 		}
 	}
 	return (int)syscall(SYS_madvise, addr, len, advice);
 }
+
+/* A userfaultfd of the program's own: a range is registered with one
+ * userfaultfd at most, and the pager's covers the region, so before the
+ * program registers part of it the pager lets go of that part (with its
+ * data; docs/PAGER.md P28). Every other ioctl goes straight to the kernel. */
+EXPORT int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (req == UFFDIO_REGISTER && managed() && arg) {
+		const struct uffdio_register *r = arg;
+		void *start = (void *)(uintptr_t)r->range.start;
+
+		if (overlaps_region(start, r->range.len)) {
+			int err = AS_RUNTIME(foreign_release_to_program(start, r->range.len));
+
+			if (err)
+				return fail_int(err);
+		}
+	}
+	return (int)syscall(SYS_ioctl, fd, req, arg);
+}
+
+/* printf extensions. libquadmath (which numpy loads through OpenBLAS and
+ * libgfortran) registers a printf modifier and specifier in its
+ * constructor; the C library keeps them in tables it allocates then, and
+ * every printf-family call of every thread reads them. Allocated in managed
+ * memory and evicted, they made the fault handler, formatting a message,
+ * fault on itself (CPython with numpy hung). They are allocated from the C
+ * library's heap, as the runtime's own. */
+#define PRINTF_REGISTRAR(ret, name, params, args)					\
+	EXPORT ret name params								\
+	{										\
+		static ret (*next) params;						\
+		locale_t l;								\
+		ret r;									\
+											\
+		if (!next)								\
+			next = (ret (*) params)dlsym(RTLD_NEXT, #name);			\
+		if (!next)								\
+			return -1;							\
+		l = rt_enter();								\
+		r = next args;								\
+		rt_leave(l);								\
+		return r;								\
+	}
+PRINTF_REGISTRAR(int, register_printf_specifier, (int spec, printf_function *f, printf_arginfo_size_function *a),
+		 (spec, f, a))
+PRINTF_REGISTRAR(int, register_printf_function, (int spec, printf_function *f, printf_arginfo_function *a),
+		 (spec, f, a))
+PRINTF_REGISTRAR(int, register_printf_modifier, (const wchar_t *str), (str))
+PRINTF_REGISTRAR(int, register_printf_type, (printf_va_arg_function *f), (f))
 
 /* ---- threads ---- */
 

@@ -21,7 +21,6 @@
 #include "migrate.h"
 #include "options.h"
 #include "pager_impl.h"
-#include "wbuf.h"
 
 #define TICK_NS 50000000ull           /* 50 ms: EVICT and failures noticed within this when idle */
 #define BACKOFF_MIN_NS 100000000ull   /* first retry of a reconnection after 100 ms ... */
@@ -52,10 +51,10 @@ static void rejoin(unsigned d, bool out, uint64_t now)
 	if (err == -EINPROGRESS)
 		return;
 	if (!err) {
-		pthread_mutex_lock(&P.lock);
+		pager_lock("rejoining memnodes");
 		P.cursor[d].left = 0;
 		P.full_until = 0; /* room again, perhaps */
-		pthread_mutex_unlock(&P.lock);
+		pager_unlock();
 		node[d].forgotten = false;
 		node[d].delay = 0;
 		STAT_ADD(P.c.stats, memnodes_rejoined, 1);
@@ -72,16 +71,16 @@ static void grow_tables(void)
 {
 	unsigned n = client_nodes(P.c.client);
 
-	pthread_mutex_lock(&P.lock);
+	pager_lock("rejoining memnodes");
 	while (P.nnodes < n && P.nnodes < MAX_NODES) {
-		if (wbuf_create(P.c.wbuf_pages, P.c.flush_run, &P.wb[P.nnodes])) {
+		if (reclaim_add_node(P.nnodes)) {
 			log_error("no memory for a write buffer: memnode %u stays unused", P.nnodes);
 			break;
 		}
 		P.nnodes++;
 		P.c.stats->nodes = (int)P.nnodes;
 	}
-	pthread_mutex_unlock(&P.lock);
+	pager_unlock();
 }
 
 static void add_from_config(const char *path)

@@ -200,10 +200,10 @@ static uint64_t clear_slice(uint64_t lo, uint64_t hi, unsigned d, bool failed)
 
 static void yield_to_faults(void)
 {
-	pthread_mutex_unlock(&P.lock);
+	pager_unlock();
 	while (__atomic_load_n(&P.fault_waiters, __ATOMIC_ACQUIRE))
 		sched_yield();
-	pthread_mutex_lock(&P.lock);
+	pager_lock("moving pages off a memnode");
 }
 
 /* One pass over the used parts of the heap and the mmap area. */
@@ -230,14 +230,14 @@ void migrate_off(unsigned d)
 	int err;
 
 	moved = 0;
-	pthread_mutex_lock(&P.lock);
+	pager_lock("moving pages off a memnode");
 	if (P.cursor[d].left) /* the open run of frames there */
 		client_release(P.c.client, d, P.cursor[d].pfn, P.cursor[d].left);
 	P.cursor[d].left = 0;
 	do
 		found = pass(d, false);
 	while (found);
-	pthread_mutex_unlock(&P.lock);
+	pager_unlock();
 	err = client_done(P.c.client, d, moved);
 	if (err) {
 		errno = -err;
@@ -273,7 +273,7 @@ static void take_wbuf_home(unsigned d, struct wbuf *wb)
 
 void migrate_forget(unsigned d)
 {
-	pthread_mutex_lock(&P.lock);
+	pager_lock("moving pages off a memnode");
 	lost = 0;
 	P.cursor[d].left = 0;
 	take_wbuf_home(d, P.wb[d]);
@@ -287,7 +287,7 @@ void migrate_forget(unsigned d)
 		log_error("memnode %u failed holding %llu pages that exist nowhere else: the program stops if it "
 			  "touches one", d, (unsigned long long)lost);
 	}
-	pthread_mutex_unlock(&P.lock);
+	pager_unlock();
 }
 
 int migrate_init(void)

@@ -29,6 +29,7 @@
 
 #include "client.h"
 #include "evict.h"
+#include "foreign.h"
 #include "log.h"
 #include "pagemap.h"
 #include "pager_impl.h"
@@ -129,12 +130,8 @@ int pager_init(const struct pager_config *cfg)
 	P.nnodes = client_nodes(cfg->client);
 	if (P.nnodes > MAX_NODES)
 		P.nnodes = MAX_NODES;
-	/* write-behind: two write buffers per node, half the pages each, so
-	 * that one fills while the other's write is in flight (reclaim.c) */
-	bool two = cfg->write_behind && cfg->wbuf_pages >= 2;
 	for (unsigned n = 0; n < P.nnodes; n++)
-		if ((err = wbuf_create(two ? cfg->wbuf_pages / 2 : cfg->wbuf_pages, cfg->flush_run, &P.wb[n])) ||
-		    (two && (err = wbuf_create(cfg->wbuf_pages / 2, cfg->flush_run, &P.wb_out[n]))))
+		if ((err = reclaim_add_node(n)))
 			return err;
 	P.preferred = placement_preferred(placement_local_nid(), (uint32_t)getpid(), P.nnodes);
 	P.memfd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
@@ -162,9 +159,10 @@ static bool in_region(const void *addr, size_t len)
 	       (const char *)addr + len <= page_addr(P.c.npages);
 }
 
-/* Forgets pages [lo, hi): frames released, buffers cancelled, local pages
- * dropped; they read as zero afterwards (state to, EMPTY or FREE). */
-static void forget(uint64_t lo, uint64_t hi, unsigned to)
+/* Forgets the entries of pages [lo, hi): frames released, buffers
+ * cancelled, resident pages no longer counted; state to (EMPTY, FREE or
+ * FOREIGN). The pages themselves are the caller's to drop. */
+void pager_forget_entries(uint64_t lo, uint64_t hi, unsigned to)
 {
 	int64_t res = 0;
 
@@ -192,12 +190,19 @@ static void forget(uint64_t lo, uint64_t hi, unsigned to)
 			reclaim_wbuf_take(pte_node(e), i);
 			break;
 		}
-		if (pte_state(e) != PTE_FREE && pte_state(e) != PTE_EMPTY)
+		if (pte_state(e) != PTE_FREE && pte_state(e) != PTE_EMPTY && pte_state(e) != PTE_FOREIGN)
 			STAT_ADD(P.c.stats, pages_discarded, 1);
 		P.pt[i] = pte_make(e, to, 0, 0);
 	}
 	if (!P.detached)
 		pager_set_resident(res);
+}
+
+/* Forgets pages [lo, hi) (none of them foreign) and drops them: they read
+ * as zero afterwards. */
+static void forget(uint64_t lo, uint64_t hi, unsigned to)
+{
+	pager_forget_entries(lo, hi, to);
 	raw_madvise(page_addr(lo), (hi - lo) << PAGE_SHIFT, MADV_DONTNEED);
 }
 
@@ -216,7 +221,7 @@ int pager_mmap(size_t len, int prot, void **out)
 	uint64_t n = npages_of(len), start;
 	int err;
 
-	pthread_mutex_lock(&P.lock);
+	pager_lock("mmap");
 	err = ranges_alloc(P.ranges, n, &start);
 	if (!err) {
 		start += P.c.heap_pages;
@@ -225,57 +230,109 @@ int pager_mmap(size_t len, int prot, void **out)
 		if (err)
 			ranges_free(P.ranges, start - P.c.heap_pages, n);
 	}
-	pthread_mutex_unlock(&P.lock);
+	pager_unlock();
 	if (!err)
 		*out = page_addr(start);
 	return err;
 }
 
 /* MAP_FIXED anonymous over the region: fresh zero pages, without replacing
- * the registered mapping (which would lose userfaultfd coverage). */
-int pager_mmap_fixed(void *addr, size_t len, int prot)
+ * the registered mapping (which would lose userfaultfd coverage); foreign
+ * mappings there are replaced by managed memory again. With noreplace
+ * (MAP_FIXED_NOREPLACE) only pages the program has not mapped: -EEXIST
+ * otherwise, as the kernel says. */
+int pager_mmap_fixed(void *addr, size_t len, int prot, bool noreplace)
 {
 	uint64_t lo = page_of(addr), n = npages_of(len);
 	int err;
 
 	if (!in_region(addr, len) || ((uintptr_t)addr & (PAGE_SIZE - 1)))
 		return -EINVAL;
-	pthread_mutex_lock(&P.lock);
-	if (lo >= P.c.heap_pages)
-		ranges_claim(P.ranges, lo - P.c.heap_pages, n); /* MAP_FIXED replaces what was there */
-	forget(lo, lo + n, PTE_EMPTY);
-	err = syscall(SYS_mprotect, addr, n << PAGE_SHIFT, prot) ? -errno : 0;
-	pthread_mutex_unlock(&P.lock);
+	pager_lock("mmap MAP_FIXED");
+	if (noreplace && (lo < P.c.heap_pages || ranges_take(P.ranges, lo - P.c.heap_pages, n))) {
+		pager_unlock();
+		return -EEXIST; /* something of the program's is mapped there */
+	}
+	err = foreign_return(lo, lo + n);
+	if (!err && lo >= P.c.heap_pages)
+		err = ranges_claim(P.ranges, lo - P.c.heap_pages, n); /* MAP_FIXED replaces what was there */
+	if (!err) {
+		forget(lo, lo + n, PTE_EMPTY);
+		err = syscall(SYS_mprotect, addr, n << PAGE_SHIFT, prot) ? -errno : 0;
+	}
+	pager_unlock();
 	return err;
+}
+
+/* Unmaps the managed pages [lo, hi) of the mmap area: they become free.
+ * (The allocator's arena is never unmapped, only discarded.) */
+static int unmap_managed(uint64_t lo, uint64_t hi)
+{
+	if (lo < P.c.heap_pages) {
+		forget(lo, hi, PTE_EMPTY);
+		return 0;
+	}
+	forget(lo, hi, PTE_FREE);
+	syscall(SYS_mprotect, page_addr(lo), (hi - lo) << PAGE_SHIFT, PROT_READ | PROT_WRITE);
+	for (uint64_t i = lo; i < hi; i++) /* pages already free are skipped */
+		ranges_free(P.ranges, i - P.c.heap_pages, 1);
+	return 0;
+}
+
+/* Foreign runs go back to the kernel's view of an unmapped range: the
+ * region's reservation, managed and free again. */
+static int unmap_run(uint64_t lo, uint64_t hi, bool foreign, void *arg)
+{
+	(void)arg;
+	return foreign ? foreign_return(lo, hi) : unmap_managed(lo, hi);
 }
 
 int pager_munmap(void *addr, size_t len)
 {
 	uint64_t lo = page_of(addr), n = npages_of(len);
+	int err;
 
 	if (!in_region(addr, len) || ((uintptr_t)addr & (PAGE_SIZE - 1)))
 		return -EINVAL;
-	if (lo < P.c.heap_pages) /* the allocator's arena is never unmapped, only discarded */
-		return pager_discard(addr, len);
-	pthread_mutex_lock(&P.lock);
-	forget(lo, lo + n, PTE_FREE);
-	syscall(SYS_mprotect, addr, n << PAGE_SHIFT, PROT_READ | PROT_WRITE);
-	for (uint64_t i = lo; i < lo + n; i++) /* pages already free are skipped */
-		ranges_free(P.ranges, i - P.c.heap_pages, 1);
-	pthread_mutex_unlock(&P.lock);
-	return 0;
+	pager_lock("munmap");
+	err = foreign_runs(lo, lo + n, unmap_run, NULL);
+	pager_unlock();
+	return err;
 }
 
-int pager_discard(void *addr, size_t len)
+/* madvise of the managed pages: the discarding kinds forget them, the
+ * huge-page hints are ignored (faults are per 4 KiB page), anything else
+ * goes to the kernel. Foreign pages get exactly what the program asked. */
+static int advise_run(uint64_t lo, uint64_t hi, bool foreign, void *arg)
+{
+	int advice = *(int *)arg;
+
+	if (!foreign) {
+		switch (advice) {
+		case MADV_DONTNEED:
+		case MADV_FREE:
+		case MADV_REMOVE:
+			forget(lo, hi, PTE_EMPTY);
+			return 0;
+		case MADV_HUGEPAGE:
+		case MADV_NOHUGEPAGE:
+			return 0;
+		}
+	}
+	return raw_madvise(page_addr(lo), (hi - lo) << PAGE_SHIFT, advice);
+}
+
+int pager_madvise(void *addr, size_t len, int advice)
 {
 	uint64_t lo = page_of(addr), n = npages_of(len);
+	int err;
 
 	if (!in_region(addr, len) || ((uintptr_t)addr & (PAGE_SIZE - 1)))
 		return -EINVAL;
-	pthread_mutex_lock(&P.lock);
-	forget(lo, lo + n, PTE_EMPTY);
-	pthread_mutex_unlock(&P.lock);
-	return 0;
+	pager_lock("madvise");
+	err = foreign_runs(lo, lo + n, advise_run, &advice);
+	pager_unlock();
+	return err;
 }
 
 /* Moves page entries and resident contents from [from, +n) to [to, +n). */
@@ -355,18 +412,16 @@ static int remap_locked(uint64_t lo, uint64_t on, uint64_t nn, int flags, void *
 		if (!in_region(newaddr, nn << PAGE_SHIFT) ||
 		    start < P.c.heap_pages || (start < lo + on && lo < start + nn))
 			return -EINVAL;
-		if ((err = ranges_claim(P.ranges, start - P.c.heap_pages, nn)))
+		if ((err = foreign_return(start, start + nn)) ||
+		    (err = ranges_claim(P.ranges, start - P.c.heap_pages, nn)))
 			return err;
 	} else if (flags & MREMAP_DONTUNMAP) {
 		if ((err = ranges_alloc(P.ranges, nn, &start)))
 			return err;
 		start += P.c.heap_pages;
 	} else if (nn <= on) {
-		if (nn < on) {
-			forget(lo + nn, lo + on, PTE_FREE);
-			for (uint64_t i = lo + nn; i < lo + on; i++)
-				ranges_free(P.ranges, i - P.c.heap_pages, 1);
-		}
+		if (nn < on)
+			unmap_managed(lo + nn, lo + on);
 		*out = page_addr(lo);
 		return 0;
 	} else if (!ranges_take(P.ranges, lo + on - P.c.heap_pages, nn - on)) {
@@ -386,17 +441,46 @@ static int remap_locked(uint64_t lo, uint64_t on, uint64_t nn, int flags, void *
 	return 0;
 }
 
+/* A managed source is moved by the pager; a foreign one (or one outside the
+ * region moved into it) by the kernel, with the bookkeeping of what it
+ * unmapped and mapped (foreign.c). A source of both kinds can only shrink,
+ * as the kernel's must lie in one mapping to grow or move. */
 int pager_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newaddr, void **out)
 {
-	uint64_t lo = page_of(old);
+	uint64_t lo = page_of(old), on = npages_of(oldlen), nn = npages_of(newlen);
+	unsigned kinds;
 	int err;
 
-	if (!in_region(old, oldlen) || lo < P.c.heap_pages || ((uintptr_t)old & (PAGE_SIZE - 1)) || !newlen)
+	if (((uintptr_t)old & (PAGE_SIZE - 1)) || !newlen)
 		return -EINVAL;
-	pthread_mutex_lock(&P.lock);
-	err = remap_locked(lo, npages_of(oldlen), npages_of(newlen), flags, newaddr, out);
-	pthread_mutex_unlock(&P.lock);
+	pager_lock("mremap");
+	/* a source outside the region is the kernel's: only its target is in it */
+	kinds = in_region(old, oldlen) ? foreign_kinds(lo, lo + on) : FOREIGN_ALL;
+	if (kinds != FOREIGN_NONE && in_region(old, oldlen) && nn < on && !(flags & MREMAP_FIXED)) {
+		/* shrinking in place unmaps the tail */
+		if (!(err = foreign_runs(lo + nn, lo + on, unmap_run, NULL)))
+			*out = old;
+	} else if (kinds == FOREIGN_ALL) {
+		err = foreign_mremap(old, oldlen, newlen, flags, newaddr, out);
+	} else if (kinds == FOREIGN_NONE) {
+		err = lo >= P.c.heap_pages ? remap_locked(lo, on, nn, flags, newaddr, out)
+					   : -EINVAL; /* the allocator's arena is not moved */
+	} else {
+		err = -EFAULT; /* the kernel grows or moves one mapping only */
+	}
+	pager_unlock();
 	return err;
+}
+
+uint64_t pager_lock_held_ns(uint64_t now, int *tid_out, const char **why_out)
+{
+	uint64_t since = __atomic_load_n(&P.held_since, __ATOMIC_ACQUIRE);
+
+	if (!since || now <= since)
+		return 0;
+	*tid_out = P.held_tid;
+	*why_out = P.held_why;
+	return now - since;
 }
 
 /* ---- fork ---- */
@@ -408,7 +492,7 @@ int pager_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newad
 /* Faults in every page that is not resident from this (program) thread with
  * MADV_POPULATE_READ, which the handler serves like any read fault (a read of
  * /proc/self/mem would not wait for userfaultfd). Eviction is off meanwhile. */
-static bool bring_home(uint64_t lo, uint64_t hi, bool read)
+bool pager_bring_home(uint64_t lo, uint64_t hi, bool read)
 {
 	bool any = false;
 
@@ -426,9 +510,9 @@ static bool bring_home(uint64_t lo, uint64_t hi, bool read)
 
 static bool any_away(bool read)
 {
-	bool heap = bring_home(0, P.heap_hi, read);
+	bool heap = pager_bring_home(0, P.heap_hi, read);
 
-	return bring_home(P.c.heap_pages, P.map_hi, read) || heap;
+	return pager_bring_home(P.c.heap_pages, P.map_hi, read) || heap;
 }
 
 void pager_fork(int phase)
@@ -440,15 +524,15 @@ void pager_fork(int phase)
 		__atomic_store_n(&P.no_evict, 1, __ATOMIC_RELEASE);
 		for (;;) {
 			any_away(true);
-			pthread_mutex_lock(&P.lock);
+			pager_lock("fork");
 			if (!any_away(false))
 				break;
-			pthread_mutex_unlock(&P.lock);
+			pager_unlock();
 		}
 		return;
 	case FORK_PARENT:
 		__atomic_store_n(&P.no_evict, 0, __ATOMIC_RELEASE);
-		pthread_mutex_unlock(&P.lock);
+		pager_unlock();
 		return;
 	case FORK_CHILD:
 		P.detached = true;

@@ -26,6 +26,7 @@ struct pager_config {
 	bool reclaimer;           /* evict on the reclaimer thread between watermarks */
 	uint64_t spin_ns;
 	uint64_t wedge_after;     /* test hook: stop serving after this many faults (0: never) */
+	bool wedge_drop;          /* ... by reading faults and never answering them (else by hanging in one) */
 	int uffd;
 	struct comex_client *client;
 	struct stats *stats;
@@ -39,12 +40,15 @@ void *pager_reclaimer(void *arg);
 /* Watchdog probe: nanoseconds the handler has been stuck on one batch of
  * faults (0 if idle or progressing), and the address it is serving. */
 uint64_t pager_stuck_ns(uint64_t now_ns, uintptr_t *addr_out); /* *addr_out set when stuck */
+/* Watchdog probe: nanoseconds the pager lock has been held (0 if free), by
+ * which thread and for what (set when held). */
+uint64_t pager_lock_held_ns(uint64_t now_ns, int *tid_out, const char **why_out);
 
 /* The interposed calls, for ranges inside the region only. */
 int pager_mmap(size_t len, int prot, void **out);
-int pager_mmap_fixed(void *addr, size_t len, int prot);
+int pager_mmap_fixed(void *addr, size_t len, int prot, bool noreplace);
 int pager_munmap(void *addr, size_t len);
-int pager_discard(void *addr, size_t len);
+int pager_madvise(void *addr, size_t len, int advice);
 int pager_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newaddr, void **out);
 /* Fork: prepare brings every page home and holds the lock; parent/child after. */
 void pager_fork(int phase);

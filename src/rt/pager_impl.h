@@ -50,6 +50,12 @@ struct pager {
 	bool full_warned;
 	uint64_t faults;              /* served, for the wedge_after test hook */
 	char *scratch;                /* MAX_BATCH pages for eviction copies (synchronous mode) */
+	/* who holds the lock, for the watchdog: since (ns, 0 when free) is
+	 * stored last with release, read first with acquire; a reader racing a
+	 * change of holder may pair one holder's tid with another's reason */
+	uint64_t held_since;
+	const char *held_why;
+	int held_tid;
 };
 
 extern struct pager P;
@@ -60,6 +66,31 @@ static inline uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The pager lock, taken for why (a static string the watchdog reports when
+ * the lock is held too long or a fault handler waits for it). */
+static inline void pager_lock(const char *why)
+{
+	pthread_mutex_lock(&P.lock);
+	P.held_why = why;
+	P.held_tid = (int)syscall(SYS_gettid);
+	__atomic_store_n(&P.held_since, now_ns(), __ATOMIC_RELEASE);
+}
+
+static inline void pager_unlock(void)
+{
+	__atomic_store_n(&P.held_since, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&P.lock);
+}
+
+static inline void pager_cond_wait(pthread_cond_t *c, const char *why)
+{
+	__atomic_store_n(&P.held_since, 0, __ATOMIC_RELEASE);
+	pthread_cond_wait(c, &P.lock);
+	P.held_why = why;
+	P.held_tid = (int)syscall(SYS_gettid);
+	__atomic_store_n(&P.held_since, now_ns(), __ATOMIC_RELEASE);
 }
 
 static inline char *page_addr(uint64_t idx) { return P.c.base + (idx << PAGE_SHIFT); }
@@ -75,6 +106,20 @@ void __attribute__((noreturn)) pager_die(const char *what, uintptr_t addr, int e
 void pager_set_resident(int64_t delta);
 void pager_became_resident(uint64_t idx, unsigned state, unsigned node, uint32_t pfn);
 void pager_release_frame(unsigned node, uint32_t pfn);
+void pager_forget_entries(uint64_t lo, uint64_t hi, unsigned to);
+/* True if a page of [lo, hi) is remote or in a write buffer; with read,
+ * faults each such page in from this thread first (not under the lock). */
+bool pager_bring_home(uint64_t lo, uint64_t hi, bool read);
+
+/* foreign.c: pages of mappings the program placed over the region */
+enum { FOREIGN_NONE, FOREIGN_ALL, FOREIGN_MIXED };
+unsigned foreign_kinds(uint64_t lo, uint64_t hi);
+/* Calls fn on each run of [lo, hi) whose pages are all foreign or all not,
+ * split where the heap arena ends; stops at the first error. */
+int foreign_runs(uint64_t lo, uint64_t hi, int (*fn)(uint64_t lo, uint64_t hi, bool foreign, void *arg), void *arg);
+/* The foreign pages of [lo, hi) come back under management, free. */
+int foreign_return(uint64_t lo, uint64_t hi);
+int foreign_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newaddr, void **out);
 
 /* fault.c */
 int fault_init(void);
@@ -90,5 +135,7 @@ void reclaim_flush_all(void);
 /* The write-buffered copy of page idx, cancelled there (its frame goes back
  * once the write is retired), or NULL. */
 void *reclaim_wbuf_take(unsigned node, uint64_t idx);
+/* Creates node's write buffers (at start-up, or a memnode added later). */
+int reclaim_add_node(unsigned node);
 
 #endif

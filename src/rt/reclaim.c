@@ -146,6 +146,18 @@ void reclaim_flush_all(void)
 	}
 }
 
+/* write-behind: two write buffers per node, half the pages each, so that
+ * one fills while the other's write is in flight; else one. */
+int reclaim_add_node(unsigned node)
+{
+	bool two = P.c.write_behind && P.c.wbuf_pages >= 2;
+	int err = wbuf_create(two ? P.c.wbuf_pages / 2 : P.c.wbuf_pages, P.c.flush_run, &P.wb[node]);
+
+	if (!err && two)
+		err = wbuf_create(P.c.wbuf_pages / 2, P.c.flush_run, &P.wb_out[node]);
+	return err;
+}
+
 void *reclaim_wbuf_take(unsigned node, uint64_t idx)
 {
 	void *src = wbuf_find(P.wb[node], idx, true);
@@ -462,19 +474,19 @@ void reclaim_poke(void)
 void *pager_reclaimer(void *arg)
 {
 	(void)arg;
-	pthread_mutex_lock(&P.lock);
+	pager_lock("reclaim");
 	for (;;) {
 		while (!below_low() || !may_evict())
-			pthread_cond_wait(&P.reclaim_wake, &P.lock);
+			pager_cond_wait(&P.reclaim_wake, "reclaim");
 		while (P.resident + P.high_free > P.c.budget_pages && may_evict()) {
 			if (!evict_batch())
 				break;
 			/* a mutex is not fair: hand it to the waiting fault handlers
 			 * before the next batch, or faults starve behind reclaim */
-			pthread_mutex_unlock(&P.lock);
+			pager_unlock();
 			while (__atomic_load_n(&P.fault_waiters, __ATOMIC_ACQUIRE))
 				sched_yield();
-			pthread_mutex_lock(&P.lock);
+			pager_lock("reclaim");
 		}
 	}
 	return NULL;

@@ -23,6 +23,7 @@
 #include "pte.h"
 #include "stats.h"
 #include "uffd.h"
+#include "watchdog.h"
 
 __thread int rt_internal __attribute__((tls_model("initial-exec")));
 int rt_mode;
@@ -90,14 +91,6 @@ void rt_early(void)
 	__atomic_store_n(&early_state, 2, __ATOMIC_RELEASE);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void *handler_main(void *arg)
 {
 	rt_internal = 1;
@@ -117,29 +110,11 @@ static void *membership_main(void *arg)
 	return pager_membership(arg);
 }
 
-/* Stops the program when the handler has been stuck on one batch of faults
- * for longer than the watchdog option: a wedged handler must not leave the
- * program hanging forever. */
 static void *watchdog_main(void *arg)
 {
-	uint64_t limit = opt_num(&opts, OPT_WATCHDOG);
-	struct timespec tick = { 0, 100 * 1000 * 1000 };
-
 	(void)arg;
 	rt_internal = 1;
-	for (;;) {
-		uintptr_t addr;
-		uint64_t stuck;
-
-		nanosleep(&tick, NULL);
-		stuck = pager_stuck_ns(now_ns(), &addr);
-		if (limit && stuck > limit) {
-			log_error("watchdog: the fault handler has been stuck for %llu ms serving page %#lx "
-				  "(option watchdog = %s); stopping the program",
-				  (unsigned long long)(stuck / 1000000), (unsigned long)addr, opt_str(&opts, OPT_WATCHDOG));
-			kill(getpid(), SIGKILL);
-		}
-	}
+	watchdog_run(opt_num(&opts, OPT_WATCHDOG), opt_str(&opts, OPT_WATCHDOG));
 	return NULL;
 }
 
@@ -196,6 +171,7 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 	const char *prefetch = opt_str(&opts, OPT_PREFETCH_POLICY);
 	const char *handlers = opt_str(&opts, OPT_FAULT_HANDLERS);
 	const char *wedge = getenv("COMEX_TEST_WEDGE_AFTER");
+	const char *drop = getenv("COMEX_TEST_DROP_AFTER");
 
 	*pc = (struct pager_config){
 		.base = rt_heap_lo, .npages = (uint64_t)(rt_region_hi - rt_heap_lo) >> PAGE_SHIFT,
@@ -213,7 +189,8 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 		.write_behind = opt_num(&opts, OPT_WRITE_BEHIND),
 		.reclaimer = opt_num(&opts, OPT_RECLAIMER),
 		.spin_ns = opt_num(&opts, OPT_HANDLER_SPIN),
-		.wedge_after = wedge ? strtoull(wedge, NULL, 10) : 0,
+		.wedge_after = wedge ? strtoull(wedge, NULL, 10) : drop ? strtoull(drop, NULL, 10) : 0,
+		.wedge_drop = !wedge && drop,
 		.uffd = uffd, .client = cl, .stats = stats,
 	};
 	if (strcmp(prefetch, "adaptive") && strcmp(prefetch, "window")) {

@@ -97,6 +97,17 @@ int uffd_register(int fd, void *addr, size_t len, bool missing)
 	return 0;
 }
 
+int uffd_unregister(int fd, void *addr, size_t len)
+{
+	struct uffdio_range r = { (uintptr_t)addr, len };
+
+	if (ioctl(fd, UFFDIO_UNREGISTER, &r)) {
+		log_error("userfaultfd: unregister %p+%zu: %m", addr, len);
+		return -errno;
+	}
+	return 0;
+}
+
 int uffd_copy(int fd, void *dst, const void *src, size_t len, int wp, size_t *copied_out)
 {
 	struct uffdio_copy c = {

@@ -24,6 +24,7 @@ int uffd_copy(int fd, void *dst, const void *src, size_t len, int wp, size_t *co
 /* Maps the zero page over len bytes at dst; *zeroed_out as uffd_copy's. */
 int uffd_zero(int fd, void *dst, size_t len, size_t *zeroed_out);
 /* on: write-protect; off: unprotect and wake writers waiting on it. */
+int uffd_unregister(int fd, void *addr, size_t len);
 int uffd_wp(int fd, void *addr, size_t len, int on);
 int uffd_wake(int fd, void *addr, size_t len);
 /* Moves the pages of [src, +len) to dst (which must be unpopulated and

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define MiB (1024ul * 1024ul)
 #define PAGE 4096ul
@@ -79,6 +80,23 @@ static inline void expect(const uint64_t *p, size_t words, uint64_t seed, uint64
 	if (bad != words)
 		die("%s: word %zu (byte offset %zu, page %zu) is %016" PRIx64 ", expected %016" PRIx64,
 		    what, bad, bad * 8, bad * 8 / PAGE, p[bad], pat(seed, first + bad));
+}
+
+/* A fresh anonymous private read-write mapping of len bytes, or die. */
+static inline void *map_anon(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		die("mmap %zu: %s", len, strerror(errno));
+	return p;
+}
+
+/* Rewrites buf (bytes long) with a new pattern on each call: under a small
+ * local-mem this pushes whatever else the program touched out of memory. */
+static inline void push_out_with(uint64_t *buf, size_t bytes)
+{
+	static uint64_t round;
+	fill(buf, bytes / 8, 0xf00 + ++round, 0);
 }
 
 static inline size_t arg_mib(int argc, char **argv, int i, size_t dflt)

@@ -14,19 +14,10 @@
 
 static size_t U; /* the unit: argv[1] MiB */
 static uint64_t *pusher;
-static uint64_t pround;
 
 static void push_out(void)
 {
-	fill(pusher, 2 * U / 8, 0xf00 + ++pround, 0);
-}
-
-static void *map(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		die("mmap %zu: %s", len, strerror(errno));
-	return p;
+	push_out_with(pusher, 2 * U);
 }
 
 static void zero(const void *p, size_t len, const char *what)
@@ -42,10 +33,10 @@ int main(int argc, char **argv)
 	U = arg_mib(argc, argv, 1, 48);
 	size_t W = U / 8; /* words per unit */
 	uint64_t h = 0;
-	pusher = map(2 * U);
+	pusher = map_anon(2 * U);
 
 	/* grow: contents kept, the new part zero */
-	uint64_t *m = map(U);
+	uint64_t *m = map_anon(U);
 	fill(m, W, 1, 0);
 	push_out();
 	m = mremap(m, U, 2 * U, MREMAP_MAYMOVE);
@@ -105,7 +96,7 @@ int main(int argc, char **argv)
 	munmap(m, len);
 
 	/* MREMAP_DONTUNMAP: the data moves, the source stays mapped and reads zero */
-	uint64_t *src = map(U / 2);
+	uint64_t *src = map_anon(U / 2);
 	fill(src, W / 2, 7, 0);
 	push_out();
 	uint64_t *dst = mremap(src, U / 2, U / 2, MREMAP_MAYMOVE | MREMAP_DONTUNMAP, NULL); /* the kernel reads the hint */

@@ -1,0 +1,206 @@
+/* watchdog: three probes, every 100 ms (the last every second):
+ * - a fault handler busy on one batch of faults (pager_stuck_ns);
+ * - the pager lock held (pager_lock_held_ns), by whom and for what;
+ * - program threads asleep in a userfaultfd fault: /proc/self/task/T/wchan
+ *   is handle_userfault at every look and voluntary_ctxt_switches has not
+ *   moved, so the thread has slept in one fault since (a thread that keeps
+ *   faulting wakes, and switches, once per fault). That is a fault read
+ *   and never answered, or one no handler reads: without this probe such a
+ *   program hung silently.
+ * Runs on its own runtime thread: no malloc or stdio (paths and numbers are
+ * formatted by hand), only the log's stack buffer. */
+#include "watchdog.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "pager.h"
+
+#define TICK_NS 100000000ull /* 100 ms */
+#define SCAN_EVERY 10        /* ticks between task scans (1 s) */
+#define MAX_WAITERS 256      /* threads tracked at once; more are looked at again next scan */
+
+struct waiter { int tid; bool seen; uint64_t nvcsw, since; };
+static struct waiter waiters[MAX_WAITERS];
+static unsigned nwaiters;
+
+static uint64_t now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void __attribute__((noreturn)) stop(void)
+{
+	kill(getpid(), SIGKILL);
+	_exit(137);
+}
+
+/* "/proc/self/task/<tid>/<leaf>" into buf. */
+static void task_path(char *buf, int tid, const char *leaf)
+{
+	char digits[16];
+	int n = 0;
+
+	do
+		digits[n++] = (char)('0' + tid % 10);
+	while ((tid /= 10));
+	strcpy(buf, "/proc/self/task/");
+	buf += strlen(buf);
+	while (n)
+		*buf++ = digits[--n];
+	*buf++ = '/';
+	strcpy(buf, leaf);
+}
+
+static int read_small(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t r;
+
+	if (fd < 0)
+		return -1;
+	r = read(fd, buf, size - 1);
+	close(fd);
+	if (r < 0)
+		return -1;
+	buf[r] = 0;
+	return 0;
+}
+
+/* The number after key in /proc status text, or 0. */
+static uint64_t status_num(const char *st, const char *key)
+{
+	const char *p = strstr(st, key);
+	uint64_t v = 0;
+
+	if (!p)
+		return 0;
+	for (p += strlen(key); *p == ' ' || *p == '\t'; p++)
+		;
+	for (; *p >= '0' && *p <= '9'; p++)
+		v = v * 10 + (uint64_t)(*p - '0');
+	return v;
+}
+
+static struct waiter *waiter_of(int tid)
+{
+	for (unsigned i = 0; i < nwaiters; i++)
+		if (waiters[i].tid == tid)
+			return &waiters[i];
+	if (nwaiters == MAX_WAITERS)
+		return NULL;
+	waiters[nwaiters] = (struct waiter){ .tid = tid };
+	return &waiters[nwaiters++];
+}
+
+/* One thread: asleep in a userfaultfd fault? since when, without waking? */
+static void look_at(int tid, uint64_t t, uint64_t limit, const char *option)
+{
+	char path[64], wchan[64], st[2048];
+	struct waiter *w;
+	uint64_t nvcsw;
+	const char *name;
+
+	task_path(path, tid, "wchan");
+	if (read_small(path, wchan, sizeof(wchan)) || strcmp(wchan, "handle_userfault"))
+		return;
+	task_path(path, tid, "status");
+	if (read_small(path, st, sizeof(st)) || !(w = waiter_of(tid)))
+		return;
+	nvcsw = status_num(st, "voluntary_ctxt_switches:");
+	if (!w->since || w->nvcsw != nvcsw) {
+		w->since = t;
+		w->nvcsw = nvcsw;
+	}
+	w->seen = true;
+	if (t - w->since <= limit)
+		return;
+	name = strstr(st, "Name:") ? strstr(st, "Name:") + 5 : "?";
+	while (*name == '\t' || *name == ' ')
+		name++;
+	*strchrnul(name, '\n') = 0;
+	log_error("watchdog: thread %d (%s) has slept for %llu ms in one page fault of the managed region that no "
+		  "fault handler answers (option watchdog = %s); stopping the program",
+		  tid, name, (unsigned long long)((t - w->since) / 1000000), option);
+	stop();
+}
+
+static void scan_tasks(uint64_t t, uint64_t limit, const char *option)
+{
+	char buf[4096];
+	int dfd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	long n;
+	unsigned k = 0;
+
+	if (dfd < 0)
+		return;
+	for (unsigned i = 0; i < nwaiters; i++)
+		waiters[i].seen = false;
+	while ((n = syscall(SYS_getdents64, dfd, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < n;) {
+			const char *nm = buf + off + 19; /* d_ino 8, d_off 8, d_reclen 2, d_type 1 */
+			unsigned short reclen;
+			int tid = 0;
+
+			memcpy(&reclen, buf + off + 16, sizeof(reclen));
+			off += reclen;
+			for (; *nm >= '0' && *nm <= '9'; nm++)
+				tid = tid * 10 + (*nm - '0');
+			if (tid && !*nm)
+				look_at(tid, t, limit, option);
+		}
+	}
+	close(dfd);
+	for (unsigned i = 0; i < nwaiters; i++) /* threads that woke or ended */
+		if (waiters[i].seen)
+			waiters[k++] = waiters[i];
+	nwaiters = k;
+}
+
+void watchdog_run(uint64_t limit, const char *option)
+{
+	struct timespec tick = { 0, TICK_NS };
+
+	for (unsigned ticks = 1;; ticks++) {
+		uintptr_t addr = 0;
+		const char *why = "?";
+		uint64_t stuck, held, t;
+		int tid = 0;
+
+		nanosleep(&tick, NULL);
+		if (!limit)
+			continue;
+		t = now();
+		stuck = pager_stuck_ns(t, &addr);
+		held = pager_lock_held_ns(t, &tid, &why);
+		if (stuck > limit) {
+			if (held)
+				log_error("watchdog: the fault handler has been stuck for %llu ms serving page %#lx; the pager "
+					  "lock is held by thread %d (%s) for %llu ms (option watchdog = %s); stopping the program",
+					  (unsigned long long)(stuck / 1000000), (unsigned long)addr, tid, why,
+					  (unsigned long long)(held / 1000000), option);
+			else
+				log_error("watchdog: the fault handler has been stuck for %llu ms serving page %#lx "
+					  "(option watchdog = %s); stopping the program",
+					  (unsigned long long)(stuck / 1000000), (unsigned long)addr, option);
+			stop();
+		}
+		if (held > limit) {
+			log_error("watchdog: the pager lock has been held for %llu ms by thread %d (%s) "
+				  "(option watchdog = %s); stopping the program",
+				  (unsigned long long)(held / 1000000), tid, why, option);
+			stop();
+		}
+		if (ticks % SCAN_EVERY == 0)
+			scan_tasks(t, limit, option);
+	}
+}
