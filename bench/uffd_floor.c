@@ -202,7 +202,7 @@ static int serve(struct handler *h, const struct uffd_msg *msg)
 	size_t first = h->m->window ? page - page % h->m->window : page;
 	size_t len = (h->m->window ? h->m->window : 1) * PAGE;
 	struct uffdio_copy copy = { .dst = (uintptr_t)h->base + first * PAGE, .src = (uintptr_t)h->src };
-	struct uffdio_zeropage zero = { .range = { copy.dst } };
+	struct uffdio_zeropage zero = { .range = { .start = copy.dst } };
 	int rc;
 
 	if (msg->event != UFFD_EVENT_PAGEFAULT)
