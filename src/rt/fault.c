@@ -161,23 +161,33 @@ static void check_sum(uint64_t i, const char *copy)
 	pager_die("a page came back from its memnode changed (checksum mismatch)", (uintptr_t)page_addr(i), -EIO);
 }
 
+/* One read of count frames from pfn on node into dst, counted; a failure
+ * stops the program naming page idx, whose only copy that was. */
+static void remote_read(unsigned node, uint32_t pfn, uint32_t count, void *dst, uint64_t idx)
+{
+	uint64_t t0 = now_ns();
+	int err = client_read(P.c.client, node, pfn, count, dst);
+
+	STAT_ADD(P.c.stats, ns_read, now_ns() - t0);
+	if (err)
+		pager_die("a memnode failed while reading back a page that exists nowhere else",
+			  (uintptr_t)page_addr(idx), err);
+	STAT_ADD(P.c.stats, remote_reads, 1);
+	STAT_ADD(P.c.stats, bytes_read, (uint64_t)count << PAGE_SHIFT);
+}
+
 /* One remote read of [lo, hi) (COMEX §4.4) into idx's read-buffer slot. */
 static char *fetch(uint64_t idx, uint64_t lo, uint64_t hi)
 {
 	uint64_t wlo = idx - idx % P.c.prefetch;
 	char *slot = rbuf_slot(P.rb, idx);
-	int err = client_read(P.c.client, pte_node(P.pt[idx]), pte_pfn(P.pt[lo]), (uint32_t)(hi - lo),
-			      slot + ((lo - wlo) << PAGE_SHIFT));
 
-	if (err)
-		pager_die("a memnode failed while reading back a page that exists nowhere else",
-		    (uintptr_t)page_addr(idx), err);
+	remote_read(pte_node(P.pt[idx]), pte_pfn(P.pt[lo]), (uint32_t)(hi - lo), slot + ((lo - wlo) << PAGE_SHIFT),
+		    idx);
 	for (uint64_t i = lo; i < hi; i++) {
 		check_sum(i, slot + ((i - wlo) << PAGE_SHIFT));
 		rbuf_mark(P.rb, i);
 	}
-	STAT_ADD(P.c.stats, remote_reads, 1);
-	STAT_ADD(P.c.stats, bytes_read, (hi - lo) << PAGE_SHIFT);
 	return slot - (wlo << PAGE_SHIFT); /* + (i << PAGE_SHIFT) is page i's copy */
 }
 
@@ -304,18 +314,9 @@ static unsigned plan_reads(uint64_t idx, uint64_t lo, uint64_t hi, bool *ok, str
  * 9), so interposed calls of other threads do not wait for the memnode. */
 static void read_runs(const struct run *runs, unsigned n, unsigned node)
 {
-	for (unsigned r = 0; r < n; r++) {
-		uint32_t count = (uint32_t)((runs[r].b - runs[r].a) / step + 1);
-		uint64_t t0 = now_ns();
-		int err = client_read(P.c.client, node, runs[r].pfn, count, landed(runs[r].a));
-
-		STAT_ADD(P.c.stats, ns_read, now_ns() - t0);
-		if (err)
-			pager_die("a memnode failed while reading back a page that exists nowhere else",
-				  (uintptr_t)page_addr(runs[r].a), err);
-		STAT_ADD(P.c.stats, remote_reads, 1);
-		STAT_ADD(P.c.stats, bytes_read, (uint64_t)count << PAGE_SHIFT);
-	}
+	for (unsigned r = 0; r < n; r++)
+		remote_read(node, runs[r].pfn, (uint32_t)((runs[r].b - runs[r].a) / step + 1), landed(runs[r].a),
+			    runs[r].a);
 }
 
 /* Reads the plan's pages, without the pager lock when this is the only

@@ -90,8 +90,13 @@ static void retire(unsigned node, struct wbuf *wb)
 	STAT_ADD(P.c.stats, remote_writes, 1);
 }
 
-static void write_failed(const void *data, int err)
+/* The write of wb's pages failed: they exist nowhere else. */
+static void write_failed(const struct wbuf *wb, int err)
 {
+	uint32_t pfn, count;
+	const void *data;
+
+	wbuf_run(wb, &pfn, &count, &data);
 	pager_die("a memnode failed while taking evicted pages that exist nowhere else", (uintptr_t)data, err);
 }
 
@@ -112,8 +117,8 @@ static void settle(unsigned node)
 /* Write-back overlaps eviction (issue 9 item 3): a node's full buffer goes
  * out while the other one fills, and its pages stay readable there
  * (PTE_WBUF) until the memnode confirmed them. The write before must be
- * confirmed first; with one buffer (write-buffer of 1 page) it is written
- * synchronously. */
+ * confirmed first; with one buffer (write-behind off, or wbuf-pages 1) it
+ * is written synchronously. */
 static void flush(unsigned node)
 {
 	struct wbuf *wb = P.wb[node];
@@ -126,7 +131,7 @@ static void flush(unsigned node)
 		return;
 	if (!P.wb_out[node]) {
 		if ((err = client_write(P.c.client, node, pfn, count, data)))
-			write_failed(data, err);
+			write_failed(wb, err);
 		retire(node, wb);
 		return;
 	}
@@ -134,7 +139,7 @@ static void flush(unsigned node)
 	P.wb[node] = P.wb_out[node];
 	P.wb_out[node] = wb;
 	if ((err = client_write_start(P.c.client, node, pfn, count, data, &P.wb_op[node])))
-		write_failed(data, err);
+		write_failed(wb, err);
 	P.wb_busy[node] = true;
 }
 
