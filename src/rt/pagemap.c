@@ -1,4 +1,5 @@
-/* pagemap: PAGEMAP_SCAN with PM_SCAN_WP_MATCHING as a bitmap of written pages. */
+/* pagemap: PAGEMAP_SCAN with PM_SCAN_WP_MATCHING as a bitmap of written
+ * pages; the classic 8-byte entries for which pages are mapped. */
 #include "pagemap.h"
 
 #include <errno.h>
@@ -55,5 +56,25 @@ int pagemap_written(int fd, void *addr, size_t npages, uint64_t written[PAGEMAP_
 			return -EIO; /* no progress: never loop forever */
 		start = a.walk_end;
 	}
+	return 0;
+}
+
+#define PM_PRESENT (1ull << 63)
+#define PM_SWAPPED (1ull << 62)
+
+int pagemap_mapped_prefix(int fd, const void *addr, size_t npages, size_t *count_out)
+{
+	uint64_t e[PAGEMAP_MAX_PAGES];
+	size_t n = 0;
+	ssize_t r;
+
+	if (npages > PAGEMAP_MAX_PAGES)
+		return -EINVAL;
+	r = pread(fd, e, npages * sizeof(e[0]), (off_t)((uintptr_t)addr >> PAGE_SHIFT) * (off_t)sizeof(e[0]));
+	if (r != (ssize_t)(npages * sizeof(e[0])))
+		return r < 0 ? -errno : -EIO;
+	while (n < npages && (e[n] & (PM_PRESENT | PM_SWAPPED)))
+		n++;
+	*count_out = n;
 	return 0;
 }

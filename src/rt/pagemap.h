@@ -1,7 +1,8 @@
 /* pagemap: which pages of a range were written since they were last
  * write-protected, learned and re-protected in one atomic step with the
  * PAGEMAP_SCAN ioctl (Linux 6.7+). Pairs with UFFD_FEATURE_WP_ASYNC, under
- * which the kernel resolves writes to protected pages without a message. */
+ * which the kernel resolves writes to protected pages without a message.
+ * Also which pages of a range are mapped at all. */
 #ifndef COMEX_RT_PAGEMAP_H
 #define COMEX_RT_PAGEMAP_H
 
@@ -17,5 +18,8 @@ int pagemap_open(int *fd_out);
  * mapped), clears it otherwise; every written page is write-protected again
  * before the call returns. -EOPNOTSUPP when the kernel has no PAGEMAP_SCAN. */
 int pagemap_written(int fd, void *addr, size_t npages, uint64_t written[PAGEMAP_MAX_PAGES / 64]);
+/* How many of the npages (<= PAGEMAP_MAX_PAGES) pages from addr, counted
+ * from the first, have a page (present or swapped out). */
+int pagemap_mapped_prefix(int fd, const void *addr, size_t npages, size_t *count_out);
 
 #endif

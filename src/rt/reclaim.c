@@ -315,39 +315,59 @@ enum { PARKED = 1, WRITTEN = 2 };
 static uint8_t park_state[MAX_BATCH]; /* per victim of the batch being evicted */
 static uint32_t park_base;            /* victims of the batch before the current run */
 
+/* Pages from slot park_base + done on that a move put into the parking
+ * area without counting them. Linux 6.18 does that: when one step of a
+ * UFFDIO_MOVE had to be retried (-EAGAIN: the page's entry changed under
+ * the move, as it does for a page other threads are writing) and the retry
+ * succeeded, the stale error stops the count from advancing, the next step
+ * finds the page just moved at its destination and the call fails with
+ * -EEXIST (or -EAGAIN after earlier progress). The slots of this run were
+ * empty before it (each batch empties what it used) and only this run moves
+ * into them, so a page found there is the victim's, moved. */
+static uint32_t moved_uncounted(uint64_t first, uint32_t done, uint32_t len)
+{
+	size_t n;
+	int err = pagemap_mapped_prefix(P.pmfd, P.park + ((size_t)(park_base + done) << PAGE_SHIFT), len - done, &n);
+
+	if (err)
+		pager_die("cannot learn which pages a move took out", (uintptr_t)page_addr(first + done), err);
+	if (n)
+		STAT_ADD(P.c.stats, pages_moved_uncounted, n);
+	return (uint32_t)n;
+}
+
 /* Scans and moves one run of victims (v[park_base..+len), indices
  * first..first+len) into the parking area. A page the kernel refuses to move
  * (shared with a forked child: -EBUSY; a mapping whose protection differs
- * from the parking area's: -EINVAL) stays where it is. */
+ * from the parking area's: -EINVAL; changing under every try: -EAGAIN)
+ * stays where it is. */
 static int park_run(uint64_t first, uint32_t len)
 {
 	uint64_t written[PAGEMAP_MAX_PAGES / 64];
-	uint32_t done = 0, retried = 0, busy_tried = 0;
+	uint32_t done = 0, busy_tried = 0, again = 0;
 	int err = pagemap_written(P.pmfd, page_addr(first), len, written);
 
 	if (err)
 		pager_die("cannot learn which pages were written (PAGEMAP_SCAN)", (uintptr_t)page_addr(first), err);
 	while (done < len) {
 		size_t moved = 0;
+		uint32_t k;
 
 		err = uffd_move(P.c.uffd, P.park + ((size_t)(park_base + done) << PAGE_SHIFT),
 				page_addr(first + done), (size_t)(len - done) << PAGE_SHIFT, &moved);
-		if (moved)
-			busy_tried = 0;
-		for (uint32_t i = 0; i < (moved >> PAGE_SHIFT); i++, done++)
+		k = (uint32_t)(moved >> PAGE_SHIFT);
+		if (err && !k)
+			k = moved_uncounted(first, done, len);
+		if (k)
+			busy_tried = again = 0;
+		for (uint32_t i = 0; i < k; i++, done++)
 			park_state[park_base + done] = PARKED | ((written[done / 64] >> (done % 64)) & 1 ? WRITTEN : 0);
-		if (!err)
-			break;
-		if (err == -EEXIST && !retried++) {
-			/* a parking slot is not empty (never seen to happen by design:
-			 * each batch empties what it used): empty it and try again */
-			log_warn("eviction parking slot %u was populated; emptied", park_base + done);
-			raw_madvise(P.park + ((size_t)(park_base + done) << PAGE_SHIFT),
-				    (size_t)(len - done) << PAGE_SHIFT, MADV_DONTNEED);
+		if (!err || k)
 			continue;
-		}
 		if (err != -EBUSY && err != -EINVAL && err != -EAGAIN)
 			pager_die("cannot move pages out to evict them", (uintptr_t)page_addr(first + done), err);
+		if (err == -EAGAIN && again++ < 3)
+			continue;
 		/* -EBUSY: the page is not exclusively ours (a fork shared it, and a
 		 * page only read since stays marked shared even after the child
 		 * is gone). A write fault that changes nothing makes it ours
@@ -357,7 +377,7 @@ static int park_run(uint64_t first, uint32_t len)
 			STAT_ADD(P.c.stats, pages_unshared, 1);
 			continue;
 		}
-		busy_tried = 0;
+		busy_tried = again = 0;
 		park_state[park_base + done++] = 0; /* stays resident */
 		STAT_ADD(P.c.stats, pages_unmovable, 1);
 	}
@@ -392,12 +412,15 @@ static bool evict_parked(uint64_t idx, uint8_t st, const char *src)
  * must stay the program's. */
 static void unpark(uint64_t idx, char *src)
 {
-	size_t moved;
+	size_t moved, back = 0;
 	int err = uffd_move(P.c.uffd, page_addr(idx), src, PAGE_SIZE, &moved);
 
+	/* a failed move may have moved it all the same (see moved_uncounted) */
+	if (err && !pagemap_mapped_prefix(P.pmfd, page_addr(idx), 1, &back) && back)
+		err = 0;
 	if (err)
 		err = uffd_copy(P.c.uffd, page_addr(idx), src, PAGE_SIZE, 0, NULL);
-	if (err && err != -EEXIST)
+	if (err)
 		pager_die("cannot put back a page that could not be evicted", (uintptr_t)page_addr(idx), err);
 	P.pt[idx] = pte_set_state(P.pt[idx], PTE_DIRTY);
 	keep_resident(idx);
