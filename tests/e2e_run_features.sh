@@ -3,8 +3,20 @@
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_run_features: feature programs at 128 MiB under comex run --local-mem 32M match their native runs"
 
-# fork and exec bring pages home for the child, so no budget check for them
-compare fork      32M        -- "$progs/prog_fork" 128
+# a forked child is served lazily from the parent's snapshot (PAGER.md P29):
+# the parent stays within its budget, and the children (and the grandchild,
+# whose parent brings its pages home first) read remote pages through it
+compare fork      32M budget -- "$progs/prog_fork" 128
+if [ -s "$dir/fork.json" ]; then
+  python3 - "$dir/fork.json" <<'PY' || fail fork-lazy "the forked children were not served lazily"
+import json, sys
+s = json.load(open(sys.argv[1]))
+print("fork-lazy: forks_lazy=%d pages_child_served=%d" % (s["forks_lazy"], s["pages_child_served"]))
+sys.exit(0 if s["forks_lazy"] >= 2 and s["pages_child_served"] > 0 else 1)
+PY
+fi
+# lazy-fork off: every page comes home before fork (P7), so no budget check
+compare forkeager 32M --lazy-fork false -- "$progs/prog_fork" 128
 compare readsys   32M budget -- "$progs/prog_readsys" 128
 compare mremap    32M budget -- "$progs/prog_mremap" 48
 compare dontneed  32M budget -- "$progs/prog_dontneed" 128
@@ -33,7 +45,7 @@ compare encrypt   32M budget --encrypt -- "$progs/prog_readsys" 128
 # libc calls of the runtime itself (UCX's keepalive, here every 50 ms) must not
 # read the program's locale once it is evicted
 UCX_KEEPALIVE_INTERVAL=50ms compare locale 32M budget -- "$progs/prog_locale" 128
-compare exec      32M        -- "$progs/prog_exec" 96
+compare exec      32M budget -- "$progs/prog_exec" 96
 # every image of the exec chain (exec'd, posix_spawned, forked then exec'd) has its own runtime
 if [ -s "$dir/exec.err" ] && [ -s "$dir/exec.comex" ]; then
   for stage in 0 s 1 2; do

@@ -15,6 +15,7 @@
 
 #include "client.h"
 #include "cpuload.h"
+#include "forkchild.h"
 #include "log.h"
 #include "pager_impl.h"
 #include "prefetch.h"
@@ -309,6 +310,53 @@ static unsigned plan_reads(uint64_t idx, uint64_t lo, uint64_t hi, bool *ok, str
 	return n;
 }
 
+/* Takes the fork events out of a batch (they need no lock: the forking
+ * thread holds it and waits for them to be read); returns what is left. */
+static unsigned take_events(struct uffd_msg *msg, unsigned n)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		if (msg[i].event == UFFD_EVENT_FORK)
+			forkchild_event(P.c.uffd, &msg[i]);
+		else
+			msg[k++] = msg[i];
+	}
+	return k;
+}
+
+/* While a fork holds the lock, its UFFD_EVENT_FORK may be behind the batch
+ * already read: read on. A fault that does not fit in the batch is woken
+ * unanswered, and its thread faults again later. */
+static unsigned read_more(struct uffd_msg *msg, unsigned n, unsigned cap)
+{
+	struct uffd_msg extra[4];
+	ssize_t r;
+
+	if (n < cap && (r = read(P.c.uffd, msg + n, (cap - n) * sizeof(msg[0]))) > 0)
+		return n + take_events(msg + n, (unsigned)(r / (ssize_t)sizeof(msg[0])));
+	if (n < cap || (r = read(P.c.uffd, extra, sizeof(extra))) <= 0)
+		return n;
+	for (unsigned i = 0; i < r / sizeof(extra[0]); i++) {
+		if (extra[i].event == UFFD_EVENT_FORK)
+			forkchild_event(P.c.uffd, &extra[i]);
+		else if (extra[i].event == UFFD_EVENT_PAGEFAULT)
+			uffd_wake(P.c.uffd, (void *)(uintptr_t)(extra[i].arg.pagefault.address & ~(PAGE_SIZE - 1)),
+				  PAGE_SIZE);
+	}
+	return n;
+}
+
+/* The lock for a handler, which never waits blindly while a fork holds
+ * it: that fork waits for a handler to read its event. Faults read
+ * meanwhile join the batch msg[*n..cap) (or are woken unanswered). */
+static void lock_batch(struct uffd_msg *msg, unsigned *n, unsigned cap)
+{
+	while (!pager_lock_within("a batch of faults", 1000000))
+		if (__atomic_load_n(&P.forking, __ATOMIC_ACQUIRE))
+			*n = read_more(msg, *n, cap);
+}
+
 /* The planned reads into the landing area. Needs no pager state beyond
  * runs: with one handler it runs without the pager lock (item 5 of issue
  * 9), so interposed calls of other threads do not wait for the memnode. */
@@ -337,9 +385,11 @@ static void fetch_plan(uint64_t idx, uint64_t lo, uint64_t hi, bool *ok, uint32_
 	}
 	for (uint32_t k = 0; k < slots; k++)
 		seen[k] = P.pt[plan_lo + k * step];
+	__atomic_fetch_add(&P.reading_unlocked, 1, __ATOMIC_ACQUIRE);
 	pager_unlock();
 	read_runs(runs, n, node);
-	pager_lock("a batch of faults");
+	__atomic_fetch_sub(&P.reading_unlocked, 1, __ATOMIC_RELEASE);
+	lock_batch(NULL, &(unsigned){ 0 }, 0);
 	for (uint32_t k = 0; k < slots; k++)
 		if (ok[k] && P.pt[plan_lo + k * step] != seen[k])
 			ok[k] = false;
@@ -533,6 +583,28 @@ static void handle(const struct uffd_msg *m, unsigned h)
 			pause();
 }
 
+/* Waits up to ms for faults of the program or of its forked children
+ * (whose are served here). Children gone (exit, exec) are forgotten at
+ * least every REAP_NS while any lives, so that frames thaw. */
+#define REAP_NS 100000000ull
+static void wait_for_faults(int ms, uint64_t now)
+{
+	static uint64_t reaped;
+	struct pollfd set[1 + 16] = { { .fd = P.c.uffd, .events = POLLIN } };
+	int n = 1 + forkchild_pollfds(set + 1, 16), r;
+	bool ready = false;
+
+	if (n == 1 && !ms)
+		return;
+	r = poll(set, (nfds_t)n, ms);
+	for (int i = 1; i < n && r > 0; i++)
+		ready |= set[i].revents != 0;
+	if (!ready && !(forkchild_frozen() && now - reaped > REAP_NS))
+		return;
+	forkchild_serve(now - reaped > REAP_NS);
+	reaped = now - reaped > REAP_NS ? now : reaped;
+}
+
 /* A handler pinned to a CPU sleeps in poll() between faults: a thread that
  * faults on its CPU then wakes it there, without an inter-processor
  * interrupt (~25 us on this VM), and no core is ever busy-polled. The other
@@ -554,16 +626,17 @@ void pager_run(int cpu)
 	}
 	for (;;) {
 		ssize_t r = read(P.c.uffd, msg, sizeof(msg));
+		unsigned n = r > 0 ? take_events(msg, (unsigned)(r / (ssize_t)sizeof(msg[0]))) : 0;
 
-		if (r > 0) {
+		if (n) {
 			/* before the lock: a lock holder that never lets go (a program
 			 * thread faulting inside the pager) is a wedge the watchdog sees */
 			__atomic_store_n(&busy[h].addr, (uintptr_t)msg[0].arg.pagefault.address, __ATOMIC_RELAXED);
 			__atomic_store_n(&busy[h].since, now_ns(), __ATOMIC_RELAXED);
 			__atomic_fetch_add(&P.fault_waiters, 1, __ATOMIC_RELEASE);
-			pager_lock("a batch of faults");
+			lock_batch(msg, &n, sizeof(msg) / sizeof(msg[0]));
 			__atomic_fetch_sub(&P.fault_waiters, 1, __ATOMIC_RELEASE);
-			for (ssize_t i = 0; i < r / (ssize_t)sizeof(msg[0]); i++)
+			for (unsigned i = 0; i < n; i++)
 				handle(&msg[i], h);
 			reclaim_poke();
 			__atomic_store_n(&busy[h].since, 0, __ATOMIC_RELAXED);
@@ -573,14 +646,17 @@ void pager_run(int cpu)
 		}
 		if (r < 0 && errno != EAGAIN && errno != EINTR)
 			pager_die("reading faults from userfaultfd failed", 0, -errno);
+		if (r > 0)
+			continue; /* only fork events */
 		uint64_t now = now_ns();
 
 		if (now - idle_since < spin && !cpuload_contended(now)) {
+			if (forkchild_frozen())
+				wait_for_faults(0, now);
 			__builtin_ia32_pause();
 			continue;
 		}
-		struct pollfd pfd = { .fd = P.c.uffd, .events = POLLIN };
-		poll(&pfd, 1, 1000);
+		wait_for_faults(1000, now);
 	}
 }
 

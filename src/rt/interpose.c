@@ -429,3 +429,32 @@ EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(
 		__libc_free(s);
 	return err;
 }
+
+/* ---- fork ---- */
+
+/* The pthread_atfork handlers (rt.c) do the work; the pager also needs
+ * fork's result, which they are not told: a failed fork's snapshot must go
+ * (docs/PAGER.md P29). */
+EXPORT pid_t fork(void)
+{
+	static pid_t (*next)(void);
+	pid_t pid;
+	int err;
+
+	if (!next)
+		next = (pid_t (*)(void))dlsym(RTLD_NEXT, "fork");
+	if (!next) {
+		errno = ENOSYS;
+		return -1;
+	}
+	pid = next();
+	err = errno;
+	if (pid) {
+		locale_t l = rt_enter();
+
+		pager_fork_result(pid);
+		rt_leave(l);
+	}
+	errno = err;
+	return pid;
+}

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -27,9 +28,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+
 #include "client.h"
 #include "evict.h"
 #include "foreign.h"
+#include "forkchild.h"
 #include "log.h"
 #include "pagemap.h"
 #include "pager_impl.h"
@@ -85,6 +91,10 @@ void pager_became_resident(uint64_t idx, unsigned state, unsigned node, uint32_t
 
 void pager_release_frame(unsigned node, uint32_t pfn)
 {
+	if (forkchild_frozen()) { /* a forked child may still read it */
+		forkchild_defer(node, pfn);
+		return;
+	}
 	if (!client_release(P.c.client, node, pfn, 1)) {
 		STAT_ADD(P.c.stats, frames_released, 1);
 		__atomic_fetch_sub(&P.c.stats->frames_held[node], 1, __ATOMIC_RELAXED);
@@ -170,6 +180,8 @@ void pager_forget_entries(uint64_t lo, uint64_t hi, unsigned to)
 		pte_t e = P.pt[i];
 
 		if (P.detached) {
+			if (pte_state(e) == PTE_REMOTE || pte_state(e) == PTE_WBUF || pte_state(e) == PTE_LOST)
+				forkchild_discarded(i); /* never the parent's snapshot copy again */
 			P.pt[i] = pte_set_state(e, to);
 			continue;
 		}
@@ -343,6 +355,12 @@ static int move_pages(uint64_t from, uint64_t to, uint64_t n)
 		unsigned s = pte_state(e);
 		int err;
 
+		if (P.detached && forkchild_is_lazy_child() && (s == PTE_REMOTE || s == PTE_WBUF)) {
+			/* the parent serves it at its old address only: fetch it there */
+			raw_madvise(page_addr(from + i), PAGE_SIZE, MADV_POPULATE_READ);
+			s = PTE_DIRTY;
+			e = pte_set_state(e, s);
+		}
 		if (s == PTE_DIRTY || s == PTE_CLEAN) {
 			if (!P.detached) {
 				err = uffd_copy(P.c.uffd, page_addr(to + i), page_addr(from + i), PAGE_SIZE, s == PTE_CLEAN, NULL);
@@ -485,10 +503,6 @@ uint64_t pager_lock_held_ns(uint64_t now, int *tid_out, const char **why_out)
 
 /* ---- fork ---- */
 
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22
-#endif
-
 /* Faults in every page that is not resident from this (program) thread with
  * MADV_POPULATE_READ, which the handler serves like any read fault (a read of
  * /proc/self/mem would not wait for userfaultfd). Eviction is off meanwhile. */
@@ -515,29 +529,67 @@ static bool any_away(bool read)
 	return pager_bring_home(P.c.heap_pages, P.map_hi, read) || heap;
 }
 
+/* Lazy (P29): the child is served from a snapshot, nothing comes home.
+ * Eager (P7, lazy-fork off, too many children, or this process is itself a
+ * lazy child, whose children the parent does not serve): every page comes
+ * home first. The lock is held across fork either way; while the fork
+ * waits for its UFFD_EVENT_FORK to be read, handlers read it without the
+ * lock (P.forking). */
+static void fork_prepare(void)
+{
+	__atomic_store_n(&P.no_evict, 1, __ATOMIC_RELEASE);
+	if (P.c.lazy_fork) {
+		pager_lock("fork");
+		reclaim_flush_all(); /* no page of the snapshot may sit in a write buffer */
+		if (!forkchild_prepare())
+			goto forking;
+		pager_unlock();
+	}
+	for (;;) {
+		any_away(true);
+		pager_lock("fork");
+		if (!any_away(false))
+			break;
+		pager_unlock();
+	}
+forking:
+	/* after this handler, the C library locks its malloc arenas for the
+	 * fork: a handler inside UCX (which allocates) would then wait for
+	 * them, never read the fork's event, and the fork would wait for it */
+	while (__atomic_load_n(&P.reading_unlocked, __ATOMIC_ACQUIRE))
+		sched_yield();
+	__atomic_store_n(&P.forking, 1, __ATOMIC_RELEASE);
+}
+
 void pager_fork(int phase)
 {
-	if (P.detached || !P.pt)
+	if (!P.pt)
 		return;
+	if (P.detached) { /* a lazy child's children would find its remote pages missing */
+		if (phase == FORK_PREPARE && forkchild_is_lazy_child())
+			any_away(true);
+		return;
+	}
 	switch (phase) {
 	case FORK_PREPARE:
-		__atomic_store_n(&P.no_evict, 1, __ATOMIC_RELEASE);
-		for (;;) {
-			any_away(true);
-			pager_lock("fork");
-			if (!any_away(false))
-				break;
-			pager_unlock();
-		}
+		fork_prepare();
 		return;
 	case FORK_PARENT:
+		__atomic_store_n(&P.forking, 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&P.no_evict, 0, __ATOMIC_RELEASE);
 		pager_unlock();
 		return;
 	case FORK_CHILD:
+		forkchild_in_child();
 		P.detached = true;
 		pthread_mutex_init(&P.lock, NULL);
 		close(P.c.uffd);
 		return;
 	}
+}
+
+void pager_fork_result(pid_t pid)
+{
+	if (!P.detached && P.pt)
+		forkchild_forked(pid);
 }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct comex_client;
 struct stats;
@@ -24,6 +25,7 @@ struct pager_config {
 	bool write_behind;        /* two write buffers per node, one written while the other fills */
 	bool async;               /* descriptor has WP_ASYNC and MOVE: writes to clean pages never fault */
 	bool reclaimer;           /* evict on the reclaimer thread between watermarks */
+	bool lazy_fork;           /* uffd has UFFD_EVENT_FORK: children served from a snapshot */
 	uint64_t spin_ns;
 	uint64_t wedge_after;     /* test hook: stop serving after this many faults (0: never) */
 	bool wedge_drop;          /* ... by reading faults and never answering them (else by hanging in one) */
@@ -52,5 +54,7 @@ int pager_madvise(void *addr, size_t len, int advice);
 int pager_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newaddr, void **out);
 /* Fork: prepare brings every page home and holds the lock; parent/child after. */
 void pager_fork(int phase);
+/* fork's result in the parent (the interposed fork), after the phases. */
+void pager_fork_result(pid_t pid);
 
 #endif

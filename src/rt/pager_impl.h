@@ -46,6 +46,8 @@ struct pager {
 	int pmfd;                     /* /proc/self/pagemap (async mode) */
 	char *park;                   /* MAX_BATCH pages registered (WP only) as UFFDIO_MOVE's target */
 	int no_evict;                 /* set while preparing a fork (atomic) */
+	int forking;                  /* a fork holds the lock and waits for its event to be read (atomic) */
+	int reading_unlocked;         /* handlers reading outside the lock (atomic); counted down before relocking */
 	bool detached;                /* forked child: no uffd, no memnodes */
 	bool full_warned;
 	uint64_t faults;              /* served, for the wedge_after test hook */
@@ -76,6 +78,22 @@ static inline void pager_lock(const char *why)
 	P.held_why = why;
 	P.held_tid = (int)syscall(SYS_gettid);
 	__atomic_store_n(&P.held_since, now_ns(), __ATOMIC_RELEASE);
+}
+
+/* pager_lock, giving up after ns nanoseconds (false) */
+static inline bool pager_lock_within(const char *why, uint64_t ns)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)((uint64_t)ts.tv_nsec + ns) / 1000000000;
+	ts.tv_nsec = (long)(((uint64_t)ts.tv_nsec + ns) % 1000000000);
+	if (pthread_mutex_timedlock(&P.lock, &ts))
+		return false;
+	P.held_why = why;
+	P.held_tid = (int)syscall(SYS_gettid);
+	__atomic_store_n(&P.held_since, now_ns(), __ATOMIC_RELEASE);
+	return true;
 }
 
 static inline void pager_unlock(void)

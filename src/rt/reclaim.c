@@ -21,6 +21,7 @@
 
 #include "client.h"
 #include "evict.h"
+#include "forkchild.h"
 #include "log.h"
 #include "pagemap.h"
 #include "pager_impl.h"
@@ -218,6 +219,10 @@ static bool evict_dirty(uint64_t idx, const char *src)
 		P.pt[idx] = pte_set_state(P.pt[idx] & ~PTE_KEEP, PTE_EMPTY);
 		STAT_ADD(P.c.stats, pages_dropped_zero, 1);
 		return true;
+	}
+	if ((P.pt[idx] & PTE_KEEP) && forkchild_frozen()) { /* a forked child may still read the old content */
+		pager_release_frame(pte_node(P.pt[idx]), pte_pfn(P.pt[idx]));
+		P.pt[idx] &= ~PTE_KEEP;
 	}
 	if (P.pt[idx] & PTE_KEEP) {
 		node = pte_node(P.pt[idx]);

@@ -188,6 +188,7 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 		.keep_frames = opt_num(&opts, OPT_KEEP_FRAMES),
 		.write_behind = opt_num(&opts, OPT_WRITE_BEHIND),
 		.reclaimer = opt_num(&opts, OPT_RECLAIMER),
+		.lazy_fork = opt_num(&opts, OPT_LAZY_FORK),
 		.spin_ns = opt_num(&opts, OPT_HANDLER_SPIN),
 		.wedge_after = wedge ? strtoull(wedge, NULL, 10) : drop ? strtoull(drop, NULL, 10) : 0,
 		.wedge_drop = !wedge && drop,
@@ -273,7 +274,7 @@ __attribute__((constructor(101))) static void rt_init(void)
 	 * program thread and a program handler never runs on the fault path. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &saved);
-	if ((err = uffd_open(opt_num(&opts, OPT_WP_ASYNC), &uffd, &async)))
+	if ((err = uffd_open(opt_num(&opts, OPT_WP_ASYNC), opt_num(&opts, OPT_LAZY_FORK), &uffd, &async)))
 		fail(err == -EPERM || err == -ENOSYS ? uffd_permission_help(err) : "userfaultfd unavailable");
 	if (stats_create(&stats))
 		fail("out of memory for counters");

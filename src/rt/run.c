@@ -112,7 +112,7 @@ static int check_binary(const char *path)
 static int check_uffd(void)
 {
 	bool async;
-	int fd, err = uffd_open(false, &fd, &async);
+	int fd, err = uffd_open(false, false, &fd, &async);
 
 	if (err) {
 		log_error("%s", err == -EPERM || err == -ENOSYS ? uffd_permission_help(err) : "userfaultfd unavailable");

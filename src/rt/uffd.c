@@ -51,19 +51,20 @@ static int open_with(uint64_t features, int *fd_out)
 	return 0;
 }
 
-int uffd_open(bool want_async, int *fd_out, bool *async_out)
+int uffd_open(bool want_async, bool want_fork, int *fd_out, bool *async_out)
 {
 	uint64_t async = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_MOVE;
+	uint64_t base = UFFD_FEATURE_PAGEFAULT_FLAG_WP | (want_fork ? UFFD_FEATURE_EVENT_FORK : 0);
 	int fd, err = -EINVAL;
 
-	if (want_async && !(err = open_with(UFFD_FEATURE_PAGEFAULT_FLAG_WP | async, &fd))) {
+	if (want_async && !(err = open_with(base | async, &fd))) {
 		*fd_out = fd;
 		*async_out = true;
 		return 0;
 	}
 	if (err == -EPERM || err == -ENOSYS)
 		return err;
-	if ((err = open_with(UFFD_FEATURE_PAGEFAULT_FLAG_WP, &fd))) {
+	if ((err = open_with(base, &fd))) {
 		errno = -err;
 		if (err != -EPERM && err != -ENOSYS)
 			log_error("userfaultfd: UFFDIO_API with write-protect failed (kernel 5.7+ needed): %m");

@@ -10,9 +10,10 @@
 
 /* Opens a non-blocking descriptor with write-protect support; with
  * want_async also asynchronous write-protection and UFFDIO_MOVE (6.8+) when
- * the kernel has both (*async_out says whether it did). -EPERM when
+ * the kernel has both (*async_out says whether it did); with want_fork,
+ * forked children stay registered (UFFD_EVENT_FORK). -EPERM when
  * kernel-mode faults are not allowed; the message says how to allow them. */
-int uffd_open(bool want_async, int *fd_out, bool *async_out);
+int uffd_open(bool want_async, bool want_fork, int *fd_out, bool *async_out);
 /* Explains -EPERM/-ENOSYS from uffd_open to a human (for the launcher). */
 const char *uffd_permission_help(int err);
 /* Registers for write-protect faults, and for missing pages when missing. */

@@ -1,0 +1,353 @@
+/* forkchild: forked children served lazily from a snapshot (PAGER.md P29).
+ *
+ * At fork preparation (program thread, pager lock held, eviction off, write
+ * buffers settled) the used part of the page table and of the page hashes is
+ * copied: in the child, a page is missing exactly where the snapshot says
+ * remote (or never touched), and the frame the snapshot names holds its
+ * content, as long as the parent neither frees nor rewrites that frame. So
+ * while any child lives, frames are "frozen": releases are deferred and a
+ * page that owned its frame gets a new one at its next eviction.
+ *
+ * The kernel hands the child's userfaultfd to the parent's handler with a
+ * UFFD_EVENT_FORK message. Faults read from it are served under the pager
+ * lock: a page the snapshot has remote, and that the child neither got nor
+ * discarded yet, is read (with its run of consecutive frames) and copied in;
+ * any other page is zero, as natively (never touched, or discarded by the
+ * child after it got it). The child's runtime marks what it discards in a
+ * byte map shared with the parent, so a discarded page never comes back as
+ * the snapshot's copy. A child that forks brings its pages home first; its
+ * own children are released from userfaultfd at once.
+ *
+ * A child is forgotten when its address space is gone: exit (its pidfd) or
+ * exec (a UFFDIO_ZEROPAGE probe at an address registered nowhere then fails
+ * with ESRCH instead of ENOENT). */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "forkchild.h"
+#include "log.h"
+#include "pager_impl.h"
+#include "rtmem.h"
+#include "uffd.h"
+
+#define MAX_CHILDREN 8     /* served at once; a further fork brings every page home */
+#define RUN_PAGES    64    /* pages one child fault may read: a run of consecutive frames */
+#define DEFER_MAX    (1u << 24) /* frame releases held back while frozen (8 bytes each, reserved lazily) */
+
+struct child {
+	bool used;
+	int uffd;               /* -1 until the fork event gave it */
+	int pidfd;              /* -1 until the fork returned the pid */
+	pid_t pid;
+	pte_t *pt;              /* snapshot, valid on [0, heap_hi) and [heap_pages, map_hi) */
+	pagesum_t *sum;
+	uint64_t heap_hi, map_hi;
+	uint8_t *got;           /* shared with the child: 1 = served or discarded there */
+};
+
+static struct child kids[MAX_CHILDREN];
+static int nkids;                  /* used slots (pending or live): frames frozen while > 0 */
+static int pending = -1;           /* slot of the fork in progress (its event not read yet) */
+static __thread int my_slot = -1;  /* the slot this thread's fork prepared */
+static uint64_t *deferred;         /* (node << 32 | pfn) of frames released while frozen */
+static uint32_t ndeferred;
+static char *runbuf;               /* RUN_PAGES pages: where a child's run is read */
+static uint8_t *lazy_got;          /* in a lazy child: its byte map (else NULL) */
+static const char probe_anchor[PAGE_SIZE] __attribute__((aligned(PAGE_SIZE))) = { 1 };
+
+static size_t pt_bytes(void) { return P.c.npages * sizeof(pte_t); }
+static size_t sum_bytes(void) { return P.c.npages * sizeof(pagesum_t); }
+
+static void free_slot(struct child *c)
+{
+	if (c->uffd >= 0)
+		close(c->uffd); /* unregisters whatever the child still has */
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	rt_free(c->pt, pt_bytes());
+	rt_free(c->sum, sum_bytes());
+	if (c->got)
+		munmap(c->got, P.c.npages);
+	*c = (struct child){ .uffd = -1, .pidfd = -1 };
+	if (--nkids)
+		return;
+	for (uint32_t i = 0; i < ndeferred; i++)
+		pager_release_frame((unsigned)(deferred[i] >> 32), (uint32_t)deferred[i]);
+	ndeferred = 0;
+}
+
+static void copy_range(struct child *c, uint64_t lo, uint64_t hi)
+{
+	if (hi <= lo)
+		return;
+	memcpy(c->pt + lo, P.pt + lo, (hi - lo) * sizeof(pte_t));
+	memcpy(c->sum + lo, P.sum + lo, (hi - lo) * sizeof(pagesum_t));
+}
+
+/* True when the child's address space is gone (exit or exec). */
+static bool gone(const struct child *c)
+{
+	struct pollfd p = { .fd = c->pidfd, .events = POLLIN };
+	size_t z;
+
+	if (c->pidfd >= 0 && poll(&p, 1, 0) == 1)
+		return true;
+	return c->uffd >= 0 && uffd_zero(c->uffd, (void *)probe_anchor, PAGE_SIZE, &z) == -ESRCH;
+}
+
+static void reap(void)
+{
+	for (int i = 0; i < MAX_CHILDREN; i++)
+		if (kids[i].used && i != pending && (kids[i].uffd >= 0 || kids[i].pidfd >= 0) && gone(&kids[i]))
+			free_slot(&kids[i]);
+}
+
+int forkchild_prepare(void)
+{
+	struct child *c = NULL;
+	int slot;
+
+	reap();
+	for (slot = 0; slot < MAX_CHILDREN && !c; slot++)
+		if (!kids[slot].used)
+			c = &kids[slot];
+	if (!c || (!deferred && !(deferred = rt_alloc((size_t)DEFER_MAX * sizeof(*deferred)))) ||
+	    (!runbuf && !(runbuf = rt_alloc(RUN_PAGES << PAGE_SHIFT))))
+		return -EBUSY;
+	*c = (struct child){ .uffd = -1, .pidfd = -1, .heap_hi = P.heap_hi, .map_hi = P.map_hi };
+	c->pt = rt_alloc(pt_bytes());
+	c->sum = rt_alloc(sum_bytes());
+	c->got = mmap(NULL, P.c.npages, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (c->got == MAP_FAILED)
+		c->got = NULL;
+	c->used = true;
+	nkids++;
+	if (!c->pt || !c->sum || !c->got) {
+		log_warn("cannot snapshot %" PRIu64 " pages for a lazy fork (%m); bringing every page home instead",
+			 P.c.npages);
+		free_slot(c);
+		return -EBUSY;
+	}
+	copy_range(c, 0, c->heap_hi);
+	copy_range(c, P.c.heap_pages, c->map_hi);
+	pending = my_slot = (int)(c - kids);
+	STAT_ADD(P.c.stats, forks_lazy, 1);
+	return 0;
+}
+
+void forkchild_in_child(void)
+{
+	lazy_got = pending >= 0 ? kids[pending].got : NULL;
+	for (int i = 0; i < MAX_CHILDREN; i++) /* the parent's to serve, not ours */
+		if (kids[i].used && kids[i].uffd >= 0)
+			close(kids[i].uffd);
+	memset(kids, 0, sizeof(kids));
+	nkids = 0;
+	pending = my_slot = -1;
+}
+
+/* A failed fork's snapshot goes at once (no event will come for it). */
+void forkchild_forked(pid_t pid)
+{
+	int slot = my_slot;
+
+	my_slot = -1;
+	if (slot < 0 || !pid)
+		return;
+	pager_lock("fork");
+	if (pid < 0) {
+		if (pending == slot)
+			pending = -1;
+		free_slot(&kids[slot]);
+	} else {
+		kids[slot].pid = pid;
+		kids[slot].pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	}
+	pager_unlock();
+}
+
+void forkchild_event(int from_fd, const struct uffd_msg *m)
+{
+	int fd = (int)m->arg.fork.ufd;
+
+	/* the forking thread holds the pager lock and waits for this read:
+	 * pending is stable, and only this handler changes it now */
+	if (from_fd == P.c.uffd && pending >= 0 && kids[pending].uffd < 0) {
+		__atomic_store_n(&kids[pending].uffd, fd, __ATOMIC_RELEASE);
+		pending = -1;
+		return;
+	}
+	close(fd);
+}
+
+int forkchild_pollfds(struct pollfd *set, int room)
+{
+	int n = 0;
+
+	for (int i = 0; i < MAX_CHILDREN && n + 2 <= room; i++) {
+		int fd = __atomic_load_n(&kids[i].uffd, __ATOMIC_ACQUIRE);
+		int pidfd = __atomic_load_n(&kids[i].pidfd, __ATOMIC_ACQUIRE);
+
+		if (fd >= 0)
+			set[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+		if (pidfd >= 0)
+			set[n++] = (struct pollfd){ .fd = pidfd, .events = POLLIN };
+	}
+	return n;
+}
+
+/* Stops a child whose page cannot be served (its frame's memnode failed,
+ * or the copy came back changed): never zero in silence. */
+static void kill_child(struct child *c, uint64_t idx, const char *why, int err)
+{
+	errno = -err;
+	log_error("forked child %d: page %p %s (%m); killing the child", (int)c->pid, (void *)page_addr(idx), why);
+	if (c->pid > 0)
+		kill(c->pid, SIGKILL);
+}
+
+static bool servable(const struct child *c, uint64_t i, unsigned node, uint32_t pfn)
+{
+	bool in = i < c->heap_hi || (i >= P.c.heap_pages && i < c->map_hi);
+
+	return in && !c->got[i] && pte_state(c->pt[i]) == PTE_REMOTE && pte_node(c->pt[i]) == node &&
+	       pte_pfn(c->pt[i]) == pfn;
+}
+
+/* Reads the run of consecutive frames around idx within its aligned
+ * window and copies it into the child; pages the child has by now are
+ * skipped (-EEXIST). */
+static void serve_data(struct child *c, uint64_t idx)
+{
+	unsigned node = pte_node(c->pt[idx]);
+	uint32_t pfn = pte_pfn(c->pt[idx]);
+	uint64_t wlo = idx - idx % RUN_PAGES, lo = idx, hi = idx + 1;
+	int err;
+
+	while (lo > wlo && servable(c, lo - 1, node, pfn - (uint32_t)(idx - lo + 1)))
+		lo--;
+	while (hi < wlo + RUN_PAGES && hi < P.c.npages && servable(c, hi, node, pfn + (uint32_t)(hi - idx)))
+		hi++;
+	if ((err = client_read(P.c.client, node, pfn - (uint32_t)(idx - lo), (uint32_t)(hi - lo), runbuf))) {
+		kill_child(c, idx, "cannot be read back from its memnode", err);
+		return;
+	}
+	STAT_ADD(P.c.stats, remote_reads, 1);
+	STAT_ADD(P.c.stats, bytes_read, (hi - lo) << PAGE_SHIFT);
+	for (uint64_t i = lo; i < hi; i++)
+		if (!pagesum_eq(pagesum_of(runbuf + ((i - lo) << PAGE_SHIFT)), c->sum[i])) {
+			kill_child(c, i, "came back from its memnode changed (checksum mismatch)", -EIO);
+			return;
+		}
+	for (uint64_t i = lo; i < hi;) {
+		size_t done = 0;
+
+		err = uffd_copy(c->uffd, page_addr(i), runbuf + ((i - lo) << PAGE_SHIFT), (hi - i) << PAGE_SHIFT, 0, &done);
+		for (uint64_t k = 0; k < (done >> PAGE_SHIFT); k++)
+			c->got[i + k] = 1;
+		STAT_ADD(P.c.stats, pages_child_served, done >> PAGE_SHIFT);
+		i += (done >> PAGE_SHIFT) + (err == -EEXIST); /* the child has that one */
+		if (err && err != -EEXIST)
+			break; /* -EAGAIN (its mappings change) or gone: it faults again */
+	}
+	uffd_wake(c->uffd, page_addr(idx), PAGE_SIZE);
+}
+
+/* Zero from idx on, up to ZERO_PAGES while no page needs the snapshot:
+ * a child filling fresh memory takes one round trip per window, not per
+ * page. A page the child has stops the window (-EEXIST). */
+#define ZERO_PAGES 16
+static void serve_zero(struct child *c, uint64_t idx)
+{
+	uint64_t hi = idx + 1;
+	size_t z = 0;
+
+	while (hi < idx + ZERO_PAGES && hi < P.c.npages && hi != P.c.heap_pages &&
+	       !servable(c, hi, pte_node(c->pt[hi]), pte_pfn(c->pt[hi])) && pte_state(c->pt[hi]) != PTE_LOST)
+		hi++;
+	if (uffd_zero(c->uffd, page_addr(idx), (hi - idx) << PAGE_SHIFT, &z) && !z)
+		uffd_wake(c->uffd, page_addr(idx), PAGE_SIZE);
+	for (uint64_t i = idx; i < idx + (z >> PAGE_SHIFT); i++)
+		c->got[i] = 1;
+}
+
+static void serve(struct child *c, const struct uffd_msg *m)
+{
+	uintptr_t a = m->arg.pagefault.address & ~(PAGE_SIZE - 1);
+	uint64_t idx = (a - (uintptr_t)P.c.base) >> PAGE_SHIFT;
+
+	if (m->event != UFFD_EVENT_PAGEFAULT)
+		return;
+	if (a < (uintptr_t)P.c.base || a >= (uintptr_t)page_addr(P.c.npages)) {
+		uffd_wake(c->uffd, (void *)a, PAGE_SIZE);
+		return;
+	}
+	if (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) { /* synchronous write-protect mode */
+		uffd_wp(c->uffd, (void *)a, PAGE_SIZE, 0);
+		return;
+	}
+	if (servable(c, idx, pte_node(c->pt[idx]), pte_pfn(c->pt[idx]))) {
+		serve_data(c, idx);
+		return;
+	}
+	if (pte_state(c->pt[idx]) == PTE_LOST && !c->got[idx]) {
+		kill_child(c, idx, "had its only copy on a memnode that failed", -EIO);
+		return;
+	}
+	serve_zero(c, idx);
+}
+
+/* Under the lock: a child's descriptor is closed only under it, so a
+ * number read here is never another file's. Never waits for the lock while
+ * a fork holds it: that fork waits for this handler to read its event. */
+void forkchild_serve(bool do_reap)
+{
+	struct uffd_msg msg[16];
+
+	while (!pager_lock_within("faults of a forked child", 1000000))
+		if (__atomic_load_n(&P.forking, __ATOMIC_ACQUIRE))
+			return;
+	for (int i = 0; i < MAX_CHILDREN; i++) {
+		int fd = kids[i].uffd;
+		ssize_t r;
+
+		while (kids[i].used && fd >= 0 && (r = read(fd, msg, sizeof(msg))) > 0)
+			for (ssize_t k = 0; k < r / (ssize_t)sizeof(msg[0]); k++) {
+				if (msg[k].event == UFFD_EVENT_FORK)
+					forkchild_event(fd, &msg[k]);
+				else
+					serve(&kids[i], &msg[k]);
+			}
+	}
+	if (do_reap)
+		reap();
+	pager_unlock();
+}
+
+bool forkchild_frozen(void) { return nkids > 0; }
+
+void forkchild_defer(unsigned node, uint32_t pfn)
+{
+	static bool warned;
+
+	if (ndeferred < DEFER_MAX) {
+		deferred[ndeferred++] = (uint64_t)node << 32 | pfn;
+	} else if (!warned) { /* kept until the memnode sees us go: never freed under a child */
+		warned = true;
+		log_warn("more than %u frames freed while forked children live; the rest stay held", DEFER_MAX);
+	}
+}
+
+void forkchild_discarded(uint64_t idx)
+{
+	if (lazy_got)
+		__atomic_store_n(&lazy_got[idx], 1, __ATOMIC_RELEASE);
+}
+
+bool forkchild_is_lazy_child(void) { return lazy_got != NULL; }

@@ -1,0 +1,47 @@
+/* forkchild: a forked child served lazily (issue 9 item 8, PAGER.md P29).
+ * With UFFD_FEATURE_EVENT_FORK the child's memory stays registered, to a
+ * descriptor the parent's handler reads: the parent serves the child's faults
+ * from a snapshot of its page table at fork time, whose frames it neither
+ * frees nor rewrites until the child's address space is gone. */
+#ifndef COMEX_RT_FORKCHILD_H
+#define COMEX_RT_FORKCHILD_H
+
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Parent, fork preparation, under the pager lock with eviction off and the
+ * write buffers settled: snapshots the page table for the coming child.
+ * -EBUSY when too many children are served already (the caller brings every
+ * page home instead, as without lazy fork). */
+int forkchild_prepare(void);
+/* In the child, right after fork: this process is a lazy child (when the
+ * fork was prepared lazily); the parent's other children are not its own. */
+void forkchild_in_child(void);
+/* In the parent, with fork's result: a failed fork's snapshot is dropped, a
+ * child's pid tells its exit. */
+void forkchild_forked(pid_t pid);
+/* A UFFD_EVENT_FORK read from descriptor from_fd (no lock needed): the new
+ * descriptor serves the pending snapshot's child (from the parent's own
+ * descriptor), or is closed (a grandchild: its parent brought every page home
+ * before forking, so nothing is missing there that must not read as zero). */
+void forkchild_event(int from_fd, const struct uffd_msg *m);
+/* Adds the children's descriptors to a poll set; returns how many (a hint:
+ * a number may be closed meanwhile; forkchild_serve rereads under the lock). */
+int forkchild_pollfds(struct pollfd *set, int room);
+/* Takes the pager lock, reads and serves every pending message of the
+ * children, and forgets those whose address space is gone (exit, exec) when
+ * reap. */
+void forkchild_serve(bool reap);
+/* True while a child may still read frames of the parent's snapshot: frames
+ * are then released later (forkchild_defer) and never rewritten in place. */
+bool forkchild_frozen(void);
+void forkchild_defer(unsigned node, uint32_t pfn);
+/* Child side: page idx of the inherited table is discarded (it must read as
+ * zero from now on, never as the snapshot's copy). */
+void forkchild_discarded(uint64_t idx);
+bool forkchild_is_lazy_child(void);
+
+#endif
