@@ -128,6 +128,19 @@ reject(struct req *q, int err, const char *fmt, ...)
 	q->c->refusals++;
 }
 
+/* The frames this memnode could still grant: free ones plus, for a growing
+ * pool, what it may add (the host may refuse some of that: an upper bound).
+ * Piggybacked on every allocation reply for the clients' placement. */
+static uint64_t room(const struct serve *s)
+{
+	struct buddy_stats bs;
+
+	buddy_stats(s->buddy, &bs);
+	if (s->draining)
+		return 0;
+	return bs.free_frames + (s->cfg.grow && s->cfg.max_frames > bs.nframes ? s->cfg.max_frames - bs.nframes : 0);
+}
+
 static int on_hello(struct req *q)
 {
 	const struct proto_msg *m = q->m;
@@ -158,6 +171,7 @@ static int on_hello(struct req *q)
 	q->r->u.welcome.base = cfg->base;
 	q->r->u.welcome.rkey_len = (uint32_t)cfg->rkey_len;
 	q->r->u.welcome.rkey = cfg->rkey;
+	q->r->u.welcome.free_frames = room(q->s);
 	return 0;
 }
 
@@ -198,6 +212,7 @@ static int on_alloc(struct req *q)
 		q->r->type = PROTO_NACK;
 		q->r->u.nack.error = ENOSPC;
 		q->r->u.nack.largest_free_order = -1;
+		q->r->u.nack.free_frames = 0;
 		return 0;
 	}
 	rc = buddy_alloc(q->s->buddy, order, q->c->id, &pfn);
@@ -212,6 +227,7 @@ static int on_alloc(struct req *q)
 		q->r->type = PROTO_NACK;
 		q->r->u.nack.error = ENOSPC;
 		q->r->u.nack.largest_free_order = bs.largest_free_order;
+		q->r->u.nack.free_frames = room(q->s);
 		return 0;
 	}
 	if (rc) {
@@ -223,6 +239,7 @@ static int on_alloc(struct req *q)
 	q->r->type = PROTO_CHUNK;
 	q->r->u.chunk.pfn = pfn;
 	q->r->u.chunk.count = 1u << order;
+	q->r->u.chunk.free_frames = room(q->s);
 	return 0;
 }
 
@@ -324,6 +341,7 @@ static int on_free(struct req *q)
 	}
 	q->r->type = PROTO_FREED;
 	q->r->u.freed.frames = (uint32_t)total; /* <= frames held <= max_frames */
+	q->r->u.freed.free_frames = room(q->s);
 	return 0;
 }
 

@@ -348,13 +348,16 @@ static void test_exhaustion(void)
 	uint32_t big;
 
 	big = alloc_ok(s, &a, 10);
+	CHECK(rep.u.chunk.free_frames == 3); /* room piggybacked for placement */
 	nack_ok(s, &a, 10, 1);
+	CHECK(rep.u.nack.free_frames == 3);
 	nack_ok(s, &a, 2, 1);
 	CHECK(alloc_ok(s, &a, 0) == 1026);
 	CHECK(alloc_ok(s, &a, 1) == 1024);
 	nack_ok(s, &a, 0, -1);
 	CHECK(free_frames(s) == 0);
 	free_ok(s, &a, big, 1024);
+	CHECK(rep.u.freed.free_frames == 1024);
 	CHECK(alloc_ok(s, &a, 10) == big);
 	serve_stats(s, &st);
 	CHECK(st.nacks == 3 && st.allocs == 4 && st.errors == 0);
@@ -396,7 +399,9 @@ static void test_grow(void)
 	CHECK(serve_create(&cfg, &s) == 0);
 	a = connect_cl(s);
 	CHECK(hello(s, &a, "") == 0 && rep.type == PROTO_WELCOME && rep.u.welcome.pool_frames == 4096);
+	CHECK(rep.u.welcome.free_frames == 4096); /* room counts what the pool may still grow */
 	CHECK(alloc_ok(s, &a, 10) == 0 && g.calls == 0);
+	CHECK(rep.u.chunk.free_frames == 3072);
 	CHECK(alloc_ok(s, &a, 10) == 1024 && g.calls == 1); /* grown by need > step */
 	CHECK(alloc_ok(s, &a, 0) == 2048 && g.calls == 2);
 	serve_stats(s, &st);
