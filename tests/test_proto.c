@@ -40,7 +40,7 @@ static int build_samples(struct proto_msg *s)
 
 	s[n++] = MSG(PROTO_HELLO, 0, .hello = { 0, 0, NULL });
 	s[n++] = MSG(PROTO_HELLO, UINT64_MAX, .hello = { UINT64_MAX, PROTO_MAX_TOKEN, token });
-	s[n++] = MSG(PROTO_WELCOME, 1, .welcome = { 0, 0, 0, 0, 0, 0, NULL });
+	s[n++] = MSG(PROTO_WELCOME, 1, .welcome = { 0, 0, 0, 0, 0, 0, NULL, 0 });
 	s[n++] = MSG(PROTO_WELCOME, 2, .welcome = { UINT16_MAX, 10, UINT32_MAX, UINT64_MAX,
 			0xfedcba9876543210u, PROTO_MAX_RKEY, rkey, UINT64_MAX });
 	s[n++] = MSG(PROTO_ALLOC, 3, .alloc = { 0 });
@@ -269,7 +269,7 @@ static void test_vectors(void)
 							   PROTO_STATS_DRAINING, 1, &u1, NULL }),
 		     stats_reply, sizeof(stats_reply));
 	CHECK(ENOSPC == 28);
-	check_vector(&MSG(PROTO_NACK, 0x80000000000000ffu, .nack = { ENOSPC, -1 }),
+	check_vector(&MSG(PROTO_NACK, 0x80000000000000ffu, .nack = { ENOSPC, -1, 0 }),
 		     nack, sizeof(nack));
 	check_vector(&MSG(PROTO_EVICT, 0, .evict = { 4096, 30000 }), evict, sizeof(evict));
 	check_vector(&MSG(PROTO_CHUNK, 5, .chunk = { 1024, 1024, 15360 }), chunk, sizeof(chunk));
@@ -299,7 +299,7 @@ static void test_truncation_and_trailing(const struct proto_msg *s, int n)
 
 static void test_header(void)
 {
-	struct proto_msg m = MSG(PROTO_CHUNK, 1, .chunk = { 2, 3 });
+	struct proto_msg m = MSG(PROTO_CHUNK, 1, .chunk = { 2, 3, 4 });
 	size_t len = encode_ok(&m, buf);
 
 	memcpy(buf2, buf, len); buf2[0] ^= 1;
@@ -485,12 +485,12 @@ static void test_random(void)
 	struct proto_range r[3] = { { 0, 1 }, { 100, 28 }, { 1 << 20, 512 } };
 	const struct proto_msg seeds[] = {
 		MSG(PROTO_HELLO, 1, .hello = { 42, 8, token }),
-		MSG(PROTO_WELCOME, 2, .welcome = { 1, 10, 64, 1 << 20, 1 << 30, 12, rkey }),
+		MSG(PROTO_WELCOME, 2, .welcome = { 1, 10, 64, 1 << 20, 1 << 30, 12, rkey, 1 << 19 }),
 		MSG(PROTO_ALLOC, 3, .alloc = { 4 }),
-		MSG(PROTO_CHUNK, 4, .chunk = { 16, 16 }),
-		MSG(PROTO_NACK, 5, .nack = { ENOSPC, 3 }),
+		MSG(PROTO_CHUNK, 4, .chunk = { 16, 16, 1000 }),
+		MSG(PROTO_NACK, 5, .nack = { ENOSPC, 3, 7 }),
 		MSG(PROTO_FREE, 6, .free = { 3, r, NULL }),
-		MSG(PROTO_FREED, 7, .freed = { 9 }),
+		MSG(PROTO_FREED, 7, .freed = { 9, 99 }),
 		MSG(PROTO_STATS, 8, .alloc = { 0 }),
 		MSG(PROTO_STATS_REPLY, 9, .stats = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0, NULL, NULL }),
 		MSG(PROTO_BYE, 10, .alloc = { 0 }),

@@ -446,6 +446,36 @@ static struct serve_bulk rw(struct serve *s, struct cl *c, uint8_t type, uint32_
 	return sb;
 }
 
+/* Elastic pool: blocks taken for the host leave the pool (STATS, room) and
+ * no client gets them or may free them; returned, they serve again. */
+static void test_host_blocks(void)
+{
+	struct serve *s = make(POOL, 4, NULL);
+	struct cl a = login(s, "");
+	struct serve_stats st;
+	uint32_t h1, h2, h3;
+
+	CHECK(serve_host_take(s, &h1) == 0 && serve_host_take(s, &h2) == 0 && h1 != h2);
+	CHECK(h1 % 1024 == 0 && h2 % 1024 == 0);
+	serve_stats(s, &st);
+	CHECK(st.pool_frames == POOL - 2048 && st.free_frames == POOL - 2048);
+	CHECK(simple(s, &a, PROTO_STATS) == 0 && rep.u.stats.pool_frames == POOL - 2048);
+	CHECK(alloc_ok(s, &a, 10) != h1 && rep.u.chunk.free_frames == POOL - 3072);
+	CHECK(free_one(s, &a, h1, 1) == 0);
+	want_error(EPERM); /* not the client's */
+	CHECK(serve_host_take(s, &h3) == 0 && h3 != h1 && h3 != h2);
+	CHECK(serve_host_take(s, &h3) == -ENOSPC); /* no order-10 block left free */
+	nack_ok(s, &a, 10, 2);
+	CHECK(serve_host_return(s, h1) == 0 && serve_host_return(s, h1) == -EPERM);
+	CHECK(alloc_ok(s, &a, 10) == h1);
+	CHECK(serve_host_return(s, h2) == 0);
+	serve_stats(s, &st);
+	CHECK(st.pool_frames == POOL - 1024);
+	serve_disconnect(s, a.conn);
+	CHECK(free_frames(s) == POOL - 1024);
+	serve_destroy(s);
+}
+
 static void test_read_write(void)
 {
 	struct serve_config cfg = { .pool_frames = POOL, .credits = 4, .max_clients = 4, .pool = pool_mem };
@@ -722,6 +752,7 @@ int main(void)
 	test_stats_usage();
 	test_exhaustion();
 	test_grow();
+	test_host_blocks();
 	test_ownership();
 	test_read_write();
 	test_seq();
