@@ -576,6 +576,23 @@ int client_release(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t
 	return err;
 }
 
+int client_trim(struct comex_client *c, unsigned node)
+{
+	struct node *n = get_node(c, node);
+	uint32_t pfn, count;
+	int err = 0;
+
+	if (!n)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	while (!err && !n->fail_err && !frame_pool_take(&n->fp, UINT32_MAX, &pfn, &count))
+		err = queue_release(n, pfn, count);
+	if (!err)
+		err = send_releases(n);
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
 int client_flush(struct comex_client *c)
 {
 	int first = 0;

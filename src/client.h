@@ -31,6 +31,9 @@ void client_room(struct comex_client *c, uint64_t *out, unsigned n);
 /* Queues frames for release; sent in one FREE once release-batch frames are
  * queued, or by client_flush(). */
 int client_release(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count);
+/* Gives back the unused frames of node's local pool (one FREE, not waited
+ * for): placement has moved on to another memnode. */
+int client_trim(struct comex_client *c, unsigned node);
 /* Sends queued releases and waits until every node has answered them. */
 int client_flush(struct comex_client *c);
 

@@ -65,8 +65,14 @@ static int take_frame(unsigned *node_out, uint32_t *pfn_out)
 	if (pools_full())
 		return -ENOSPC;
 	if (!P.cur_left) {
+		unsigned was = P.cur;
+
 		P.cur = place_run();
 		P.cur_left = PLACE_FRAMES;
+		/* the frames the client keeps ahead for the node we leave would sit
+		 * idle there, counted as used, until placement comes back */
+		if (P.cur != was && P.c.placement != PLACEMENT_HASH)
+			client_trim(P.c.client, was);
 	}
 	for (unsigned a = 0; a < P.nnodes; a++) {
 		unsigned n = placement_choice(P.cur, a, P.nnodes);
