@@ -25,7 +25,7 @@
 #define FRAME_SIZE 4096ull
 #define MAX_NODES 64
 #define MAX_PENDING 32          /* >= any credit grant we honour */
-#define EXHAUSTED_BACKOFF_NS 100000000ull /* after NACK(pool empty): no proactive asks for 100 ms */
+#define EXHAUSTED_BACKOFF_NS 100000000ull /* after NACK(pool empty): not asked again for 100 ms */
 #define EWMA_WEIGHT 0.125       /* same smoothing as TCP's SRTT */
 #define AUTO_T_MIN 16
 
@@ -57,6 +57,7 @@ struct node {
 	struct frame_pool fp;
 	bool alloc_pending;
 	int nack_order;               /* largest free order in the last NACK; -2: none */
+	uint64_t room;                /* frames the memnode could still grant, as its last reply said */
 	uint64_t exhausted_until;
 	struct proto_range rel[PROTO_FREE_MAX_RANGES];
 	uint32_t nrel;
@@ -250,6 +251,7 @@ static void handle_reply(struct node *n, const struct proto_msg *m, const struct
 		n->credits = m->u.welcome.credits ? m->u.welcome.credits : 1;
 		n->base = m->u.welcome.base;
 		n->pool_frames = m->u.welcome.pool_frames;
+		n->room = m->u.welcome.free_frames;
 		memcpy(n->rkey, m->u.welcome.rkey, m->u.welcome.rkey_len);
 		n->rkey_len = m->u.welcome.rkey_len;
 		n->welcomed = true;
@@ -257,6 +259,7 @@ static void handle_reply(struct node *n, const struct proto_msg *m, const struct
 	case PROTO_CHUNK:
 		n->alloc_pending = false;
 		n->allocs++;
+		n->room = m->u.chunk.free_frames;
 		/* We only ask while the pool has a free chunk slot, so this cannot
 		 * fail; if it did, the frames stay ours until we disconnect. */
 		if (frame_pool_add(&n->fp, m->u.chunk.pfn, m->u.chunk.count))
@@ -267,6 +270,7 @@ static void handle_reply(struct node *n, const struct proto_msg *m, const struct
 		n->alloc_pending = false;
 		n->nacks++;
 		n->nack_order = m->u.nack.largest_free_order;
+		n->room = m->u.nack.free_frames;
 		break;
 	case PROTO_STATS_REPLY:
 		n->last_stats = *m;
@@ -282,7 +286,10 @@ static void handle_reply(struct node *n, const struct proto_msg *m, const struct
 	case PROTO_ERROR:
 		handle_error_reply(n, m, p);
 		break;
-	default: /* FREED needs nothing beyond retiring the request */
+	case PROTO_FREED:
+		n->room = m->u.freed.free_frames;
+		break;
+	default:
 		break;
 	}
 }
@@ -453,6 +460,8 @@ static int fill_pool(struct node *n)
 {
 	unsigned order = n->c->order;
 
+	if (!n->fp.frames && now_ns() < n->exhausted_until)
+		return -ENOSPC; /* it said so lately: the caller goes elsewhere without a round trip */
 	for (;;) {
 		int err;
 
@@ -506,6 +515,19 @@ int client_alloc(struct comex_client *c, unsigned node, uint32_t want, uint32_t 
 	return err;
 }
 
+void client_room(struct comex_client *c, uint64_t *out, unsigned nnodes)
+{
+	uint64_t now = now_ns();
+
+	pthread_mutex_lock(&c->lock);
+	for (unsigned i = 0; i < nnodes; i++) {
+		struct node *n = get_node(c, i);
+
+		out[i] = n && n->welcomed && !n->fail_err && !n->evicting && now >= n->exhausted_until ? n->room : 0;
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
 static int send_releases(struct node *n)
 {
 	struct proto_msg m = { .type = PROTO_FREE };
@@ -550,6 +572,23 @@ int client_release(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
 	err = n->fail_err ? n->fail_err : queue_release(n, pfn, count); /* a gone node freed them all */
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
+int client_trim(struct comex_client *c, unsigned node)
+{
+	struct node *n = get_node(c, node);
+	uint32_t pfn, count;
+	int err = 0;
+
+	if (!n)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	while (!err && !n->fail_err && !frame_pool_take(&n->fp, UINT32_MAX, &pfn, &count))
+		err = queue_release(n, pfn, count);
+	if (!err)
+		err = send_releases(n);
 	pthread_mutex_unlock(&c->lock);
 	return err;
 }

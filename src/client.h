@@ -24,9 +24,16 @@ unsigned client_nodes(const struct comex_client *c);
  * as needed (proactively below T). -ENOSPC when that memnode has no room
  * (the caller rehashes to another node). */
 int client_alloc(struct comex_client *c, unsigned node, uint32_t want, uint32_t *pfn_out, uint32_t *count_out);
+/* Per node (the first n): the frames its memnode could still grant, as the
+ * last reply that carries the count said (no round trip); 0 for a node out
+ * of use, leaving, or that refused an ALLOC within the last 100 ms. */
+void client_room(struct comex_client *c, uint64_t *out, unsigned n);
 /* Queues frames for release; sent in one FREE once release-batch frames are
  * queued, or by client_flush(). */
 int client_release(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count);
+/* Gives back the unused frames of node's local pool (one FREE, not waited
+ * for): placement has moved on to another memnode. */
+int client_trim(struct comex_client *c, unsigned node);
 /* Sends queued releases and waits until every node has answered them. */
 int client_flush(struct comex_client *c);
 

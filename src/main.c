@@ -108,7 +108,7 @@ static int cmd_help_options(int argc, char **argv)
 	else if (argc > 2 && !strcmp(argv[1], "--man"))
 		return manpage_write(stdout, argv[2], COMEX_VERSION) ? 2 : 0;
 	else
-		options_help(stdout, SC_ALL);
+		options_help(stdout, NULL, SC_ALL, 1);
 	return 0;
 }
 

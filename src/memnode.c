@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "elastic.h"
 #include "log.h"
 #include "memnode_metrics.h"
 #include "options.h"
@@ -48,6 +49,7 @@ struct pool {
 	uint64_t committed, max;
 	bool lock, lock_warned, full_logged;
 	uint64_t retry_at;     /* monotonic ns before which growth is not tried */
+	uint64_t host_reserve; /* option host-reserve: growth leaves at least this to the host */
 };
 
 struct mconn {
@@ -65,6 +67,7 @@ struct memnode {
 	unsigned close_due;      /* conns whose close is due now (error seen) */
 	uint64_t drain_ns;       /* option drain-timeout; 0: a signal stops at once */
 	uint64_t drain_until;    /* draining: monotonic ns when it gives up (UINT64_MAX: never); 0: not draining */
+	struct elastic *elastic; /* option host-reserve: gives memory back to the host; NULL: off */
 	uint8_t reply[PROTO_MAX_MSG];
 };
 
@@ -177,6 +180,8 @@ static int pool_grow(void *arg, uint32_t frames, uint32_t need, uint32_t *frames
 		step = p->max - p->committed;
 	avail = sysmem_available();
 	reserve = grow_reserve();
+	if (reserve < p->host_reserve)
+		reserve = p->host_reserve;
 	spare = avail > reserve ? (avail - reserve) & ~(GROW_ALIGN - 1) : 0;
 	if (step > spare)
 		step = spare;
@@ -467,13 +472,17 @@ static bool drain_over(struct memnode *m)
 
 static int event_loop(struct memnode *m, uint64_t spin_ns)
 {
-	uint64_t next = 0;
+	uint64_t next = 0, look = 0;
 
 	while (!stop_now(m)) {
 		uint64_t now = now_ns(), wake = next;
 		uint64_t timeout;
 		int err;
 
+		if (m->elastic)
+			look = elastic_tick(m->elastic, now);
+		if (look && (!wake || look < wake))
+			wake = look;
 		if (m->drain_until && (!wake || m->drain_until < wake))
 			wake = m->drain_until;
 		timeout = wake ? (wake > now ? wake - now : 1) : 0;
@@ -533,7 +542,7 @@ int memnode_main(const struct options *o)
 	struct tp_listen_info li;
 	struct serve_config sc;
 	uint64_t bytes = opt_num(o, OPT_POOL) & ~(FRAME_SIZE - 1), max = opt_num(o, OPT_POOL_MAX);
-	struct pool pool = { .lock = opt_num(o, OPT_MLOCK) };
+	struct pool pool = { .lock = opt_num(o, OPT_MLOCK), .host_reserve = opt_num(o, OPT_HOST_RESERVE) };
 	struct http_metrics *metrics = NULL;
 	uint64_t spin = opt_num(o, OPT_IDLE_SPIN);
 	bool use_token, rma = !strcmp(opt_str(o, OPT_DATA_PATH), "rma");
@@ -590,6 +599,9 @@ int memnode_main(const struct options *o)
 	err = serve_create(&sc, &m.serve);
 	if (err)
 		goto cleanup_tp;
+	if (pool.host_reserve &&
+	    (err = elastic_create(m.serve, pool.base, sc.max_frames, pool.host_reserve, pool.lock, &m.elastic)))
+		goto cleanup_serve;
 	if (*opt_str(o, OPT_METRICS_LISTEN) &&
 	    (err = memnode_metrics_start(opt_str(o, OPT_METRICS_LISTEN), m.serve, sc.nid, &metrics)))
 		goto cleanup_serve;
@@ -610,6 +622,7 @@ int memnode_main(const struct options *o)
 	memnode_metrics_stop(metrics);
 	log_info("stopped");
 cleanup_serve:
+	elastic_destroy(m.elastic);
 	serve_destroy(m.serve);
 cleanup_tp:
 	tp_destroy(m.tp);

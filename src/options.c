@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "commands.h"
 #include "log.h"
 
 struct opt_def {
@@ -307,7 +308,7 @@ static int load_argv(struct options *o, unsigned scope, int argc, char **argv, i
 		if (strncmp(argv[ai], "--", 2))
 			break;
 		if (!strcmp(argv[ai], "--help")) {
-			options_help(stdout, scope);
+			options_help(stdout, argv[0], scope, ai + 1 < argc && !strcmp(argv[ai + 1], "all"));
 			return -ECANCELED;
 		}
 		if (next_flag(argc, argv, &ai, &name, &nlen, &value))
@@ -397,15 +398,49 @@ void options_doc(enum opt_id id, struct opt_doc *out)
 	env_name(d->name, out->env, sizeof(out->env));
 }
 
-void options_help(FILE *f, unsigned scope)
+/* The options of scope that are (basic) or are not marked SC_BASIC, or
+ * with any all of them, in table order; returns how many. */
+static int help_rows(FILE *f, unsigned scope, int basic, bool print)
 {
-	fprintf(f, "Options (also read from the config file as 'name = value' and from COMEX_NAME):\n");
+	int n = 0;
+
 	for (int i = 0; i < OPT_COUNT; i++) {
-		if (!(defs[i].scope & scope))
+		if (!(defs[i].scope & scope) || (basic >= 0 && !(defs[i].scope & SC_BASIC) != !basic))
 			continue;
-		fprintf(f, "  --%-22s %s [%s, default %s]\n", defs[i].name, defs[i].doc,
-			defs[i].unit, defs[i].def[0] ? defs[i].def : "none");
+		n++;
+		if (print)
+			fprintf(f, "  --%-22s %s [%s, default %s]\n", defs[i].name, defs[i].doc,
+				defs[i].unit, defs[i].def[0] ? defs[i].def : "none");
 	}
+	return n;
+}
+
+void options_help(FILE *f, const char *cmd, unsigned scope, int all)
+{
+	const char *args = "[OPTIONS]", *summary = "";
+	int more;
+
+#define X(name, a, s) if (cmd && !strcmp(cmd, name)) args = a, summary = s;
+	COMEX_COMMANDS(X)
+#undef X
+	if (cmd)
+		fprintf(f, "usage: comex %s %s\n  %s\n\n", cmd, args, summary);
+	if (scope == SC_ALL) { /* help-options: every option, as the table has them */
+		fprintf(f, "Options (also read from the config file as 'name = value' and from COMEX_NAME):\n");
+		help_rows(f, scope, -1, true);
+		return;
+	}
+	fprintf(f, "Options:\n");
+	help_rows(f, scope, 1, true);
+	more = help_rows(f, scope, 0, false);
+	if (all && more) {
+		fprintf(f, "\nTuning and less common options:\n");
+		help_rows(f, scope, 0, true);
+	}
+	fprintf(f, "\nEvery option is also read from a config file (--config FILE, 'name = value' lines) and from the\n"
+		   "environment (COMEX_ + the name upper-cased, '-' as '_'); docs/OPTIONS.md lists them all.\n");
+	if (!all && more)
+		fprintf(f, "%d more options (tuning, logging, config): comex %s --help all\n", more, cmd ? cmd : "");
 }
 
 void options_markdown(FILE *f)

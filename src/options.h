@@ -9,7 +9,9 @@
 #include <stdio.h>
 
 enum opt_type { OPT_STR, OPT_UINT, OPT_UINT_AUTO, OPT_SIZE, OPT_BOOL, OPT_DURATION, OPT_LIST };
-enum opt_scope { SC_MEMNODE = 1, SC_CLIENT = 2, SC_RUN = 4, SC_ALL = 7 };
+/* SC_BASIC marks the few options a command's short --help shows first; the
+ * rest are listed by --help all. */
+enum opt_scope { SC_MEMNODE = 1, SC_CLIENT = 2, SC_RUN = 4, SC_ALL = 7, SC_BASIC = 8 };
 
 enum opt_id {
 #define OPT(id, name, type, def, unit, scope, doc) OPT_##id,
@@ -32,8 +34,8 @@ struct options {
 /* Fills o from all sources for a command of the given scope. argv holds the
  * command's own arguments (argv[0] is the command name); parsing stops at
  * "--" or the first non-option, whose index is stored in *first_arg_out.
- * -EINVAL (logged) on any bad name or value; "--help" returns -ECANCELED
- * after printing help for the scope. */
+ * -EINVAL (logged) on any bad name or value; "--help" (the basic options)
+ * and "--help all" return -ECANCELED after printing help for the scope. */
 int options_configure(struct options *o, unsigned scope, int argc, char **argv, int *first_arg_out);
 /* Defaults plus the config file at path, nothing else (the runtime re-reads
  * its memnode list this way); an option the file sets has origin path. */
@@ -54,7 +56,9 @@ int options_parse_size(const char *text, uint64_t *out);
 struct opt_doc { const char *name, *def, *unit, *doc; unsigned scope; char env[64]; };
 void options_doc(enum opt_id id, struct opt_doc *out);
 
-void options_help(FILE *f, unsigned scope);  /* --help text */
+/* --help text of command cmd (argv[0]) for its scope: a usage line and the
+ * basic options, or with all every option, the basic ones first. */
+void options_help(FILE *f, const char *cmd, unsigned scope, int all);
 void options_markdown(FILE *f);              /* docs/OPTIONS.md */
 
 #endif

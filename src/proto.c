@@ -160,6 +160,7 @@ static void walk_body(struct cur *c, struct proto_msg *m)
 		f_u32(c, &m->u.welcome.credits);
 		f_u64(c, &m->u.welcome.pool_frames);
 		f_u64(c, &m->u.welcome.base);
+		f_u64(c, &m->u.welcome.free_frames);
 		f_u32(c, &m->u.welcome.rkey_len);
 		f_bytes(c, &m->u.welcome.rkey, m->u.welcome.rkey_len);
 		break;
@@ -169,6 +170,7 @@ static void walk_body(struct cur *c, struct proto_msg *m)
 	case PROTO_CHUNK:
 		f_u32(c, &m->u.chunk.pfn);
 		f_u32(c, &m->u.chunk.count);
+		f_u64(c, &m->u.chunk.free_frames);
 		break;
 	case PROTO_READ:
 	case PROTO_WRITE:
@@ -182,6 +184,7 @@ static void walk_body(struct cur *c, struct proto_msg *m)
 	case PROTO_NACK:
 		f_i32(c, &m->u.nack.error);
 		f_i32(c, &m->u.nack.largest_free_order);
+		f_u64(c, &m->u.nack.free_frames);
 		break;
 	case PROTO_FREE:
 		f_u32(c, &m->u.free.nranges);
@@ -189,6 +192,7 @@ static void walk_body(struct cur *c, struct proto_msg *m)
 		break;
 	case PROTO_FREED:
 		f_u32(c, &m->u.freed.frames);
+		f_u64(c, &m->u.freed.free_frames);
 		break;
 	case PROTO_STATS_REPLY:
 		f_u64(c, &m->u.stats.pool_frames);
@@ -237,12 +241,12 @@ struct shape {
 
 static const struct shape shapes[PROTO_TYPE_MAX + 1] = {
 	[PROTO_HELLO]       = { 10, 8, 2, 1, 0, PROTO_MAX_TOKEN },
-	[PROTO_WELCOME]     = { 28, 24, 4, 1, 0, PROTO_MAX_RKEY },
+	[PROTO_WELCOME]     = { 36, 32, 4, 1, 0, PROTO_MAX_RKEY },
 	[PROTO_ALLOC]       = { 4, 0, 0, 0, 0, 0 },
-	[PROTO_CHUNK]       = { 8, 0, 0, 0, 0, 0 },
-	[PROTO_NACK]        = { 8, 0, 0, 0, 0, 0 },
+	[PROTO_CHUNK]       = { 16, 0, 0, 0, 0, 0 },
+	[PROTO_NACK]        = { 16, 0, 0, 0, 0, 0 },
 	[PROTO_FREE]        = { 4, 0, 4, 8, 1, PROTO_FREE_MAX_RANGES },
-	[PROTO_FREED]       = { 4, 0, 0, 0, 0, 0 },
+	[PROTO_FREED]       = { 12, 0, 0, 0, 0, 0 },
 	[PROTO_STATS]       = { 0, 0, 0, 0, 0, 0 },
 	[PROTO_STATS_REPLY] = { 80, 76, 4, 16, 0, PROTO_STATS_MAX_CLIENTS },
 	[PROTO_BYE]         = { 0, 0, 0, 0, 0, 0 },
@@ -261,7 +265,7 @@ static const struct shape shapes[PROTO_TYPE_MAX + 1] = {
 /* The largest messages (full FREE, full WELCOME) must fit the wire limit, so
  * anything within the field limits is encodable. */
 _Static_assert(PROTO_HDR_LEN + 4 + PROTO_FREE_MAX_RANGES * 8 <= PROTO_MAX_MSG, "FREE");
-_Static_assert(PROTO_HDR_LEN + 28 + PROTO_MAX_RKEY <= PROTO_MAX_MSG, "WELCOME");
+_Static_assert(PROTO_HDR_LEN + 36 + PROTO_MAX_RKEY <= PROTO_MAX_MSG, "WELCOME");
 _Static_assert(PROTO_HDR_LEN + 80 + PROTO_STATS_MAX_CLIENTS * 16 <= PROTO_MAX_MSG, "STATS_REPLY");
 
 static bool type_known(unsigned type)

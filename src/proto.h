@@ -8,7 +8,8 @@
 #include <stdint.h>
 
 #define PROTO_MAGIC 0x5843u       /* "CX" as little-endian bytes 0x43 0x58 */
-#define PROTO_VERSION 2u        /* 2: DRAIN, DRAINING, EVICT, DONE (planned departure) */
+#define PROTO_VERSION 3u        /* 2: DRAIN, DRAINING, EVICT, DONE (planned departure); 3: free_frames in
+                                 * WELCOME, CHUNK, NACK and FREED (placement) */
 #define PROTO_HDR_LEN 16u
 #define PROTO_FRAME_SIZE 4096u   /* bytes in a frame, the unit of every PFN and count */
 #define PROTO_MAX_MSG 8192u       /* below UCX's eager limits on every transport */
@@ -50,16 +51,20 @@ struct proto_msg {
 			uint64_t base;       /* remote virtual address of frame 0 */
 			uint32_t rkey_len;
 			const uint8_t *rkey; /* ucp_rkey_pack() output */
+			uint64_t free_frames; /* room, as in chunk (on the wire before rkey_len) */
 		} welcome;
 		struct { uint32_t order; } alloc;
-		struct { uint32_t pfn, count; } chunk;
+		/* free_frames in WELCOME, CHUNK, NACK, FREED: the frames the memnode
+		 * could still grant after this reply (free in its buddy plus what a
+		 * growing pool may add), piggybacked for placement (docs/PLACEMENT.md) */
+		struct { uint32_t pfn, count; uint64_t free_frames; } chunk;
 		struct { uint32_t pfn, count; } rw;   /* READ, WRITE */
 		struct { uint32_t count; } done;      /* DATA, WRITTEN: frames moved */
-		struct { int32_t error; int32_t largest_free_order; } nack;
+		struct { int32_t error; int32_t largest_free_order; uint64_t free_frames; } nack;
 		/* Encoding reads ranges[], or raw when ranges is NULL; decoding leaves ranges NULL and points raw
 		 * at the wire bytes: use proto_free_range(). */
 		struct { uint32_t nranges; const struct proto_range *ranges; const uint8_t *raw; } free;
-		struct { uint32_t frames; } freed;
+		struct { uint32_t frames; uint64_t free_frames; } freed;
 		struct {
 			uint64_t pool_frames, free_frames, client_frames;
 			uint64_t allocs, nacks, frees;  /* since start, all clients */

@@ -20,6 +20,10 @@
 #include "log.h"
 #include "proto.h"
 
+/* The buddy owner of blocks taken out of service for the host (elastic
+ * pool); connection ids stop before it. */
+#define HOST_OWNER UINT32_MAX
+
 /* Refusals logged per connection; a client stuck in a loop of bad requests
  * must not flood the memnode's log. The count is reported at disconnect. */
 #define SERVE_LOGGED_REFUSALS 8
@@ -45,6 +49,7 @@ struct serve {
 	bool draining;            /* leaving: ALLOCs get NACK, told conns owe a DONE */
 	uint64_t allocs, nacks, frees, errors; /* frees counts frames of FREE requests */
 	uint64_t requests, start_ns;
+	uint64_t host_frames;     /* out of service, given back to the host */
 	uint32_t flags;           /* PROTO_STATS_* reported by STATS, beside DRAINING (from draining) */
 	/* serve_stats()'s copy, stored with relaxed atomics after every change,
 	 * so that another thread (the metrics server) may read it */
@@ -128,6 +133,19 @@ reject(struct req *q, int err, const char *fmt, ...)
 	q->c->refusals++;
 }
 
+/* The frames this memnode could still grant: free ones plus, for a growing
+ * pool, what it may add (the host may refuse some of that: an upper bound).
+ * Piggybacked on every allocation reply for the clients' placement. */
+static uint64_t room(const struct serve *s)
+{
+	struct buddy_stats bs;
+
+	buddy_stats(s->buddy, &bs);
+	if (s->draining)
+		return 0;
+	return bs.free_frames + (s->cfg.grow && s->cfg.max_frames > bs.nframes ? s->cfg.max_frames - bs.nframes : 0);
+}
+
 static int on_hello(struct req *q)
 {
 	const struct proto_msg *m = q->m;
@@ -158,6 +176,7 @@ static int on_hello(struct req *q)
 	q->r->u.welcome.base = cfg->base;
 	q->r->u.welcome.rkey_len = (uint32_t)cfg->rkey_len;
 	q->r->u.welcome.rkey = cfg->rkey;
+	q->r->u.welcome.free_frames = room(q->s);
 	return 0;
 }
 
@@ -198,6 +217,7 @@ static int on_alloc(struct req *q)
 		q->r->type = PROTO_NACK;
 		q->r->u.nack.error = ENOSPC;
 		q->r->u.nack.largest_free_order = -1;
+		q->r->u.nack.free_frames = 0;
 		return 0;
 	}
 	rc = buddy_alloc(q->s->buddy, order, q->c->id, &pfn);
@@ -212,6 +232,7 @@ static int on_alloc(struct req *q)
 		q->r->type = PROTO_NACK;
 		q->r->u.nack.error = ENOSPC;
 		q->r->u.nack.largest_free_order = bs.largest_free_order;
+		q->r->u.nack.free_frames = room(q->s);
 		return 0;
 	}
 	if (rc) {
@@ -223,6 +244,7 @@ static int on_alloc(struct req *q)
 	q->r->type = PROTO_CHUNK;
 	q->r->u.chunk.pfn = pfn;
 	q->r->u.chunk.count = 1u << order;
+	q->r->u.chunk.free_frames = room(q->s);
 	return 0;
 }
 
@@ -324,6 +346,7 @@ static int on_free(struct req *q)
 	}
 	q->r->type = PROTO_FREED;
 	q->r->u.freed.frames = (uint32_t)total; /* <= frames held <= max_frames */
+	q->r->u.freed.free_frames = room(q->s);
 	return 0;
 }
 
@@ -344,7 +367,7 @@ static void publish(struct serve *s)
 	struct buddy_stats bs;
 
 	buddy_stats(s->buddy, &bs);
-	STORE(pool_frames, bs.nframes);
+	STORE(pool_frames, bs.nframes - s->host_frames);
 	STORE(free_frames, bs.free_frames);
 	STORE(allocs, s->allocs);
 	STORE(nacks, s->nacks);
@@ -372,7 +395,7 @@ static int on_stats(struct req *q)
 
 	buddy_stats(s->buddy, &bs);
 	q->r->type = PROTO_STATS_REPLY;
-	q->r->u.stats.pool_frames = bs.nframes;
+	q->r->u.stats.pool_frames = bs.nframes - s->host_frames;
 	q->r->u.stats.free_frames = bs.free_frames;
 	q->r->u.stats.client_frames = q->c->frames;
 	q->r->u.stats.allocs = s->allocs;
@@ -731,7 +754,7 @@ int serve_connect(struct serve *s, uint32_t *conn_out)
 			 s->cfg.max_clients);
 		return -EMFILE;
 	}
-	if (s->next_id == 0) {
+	if (s->next_id == 0 || s->next_id == HOST_OWNER) {
 		log_error("connection refused: all 2^32-1 connection ids used; restart the memnode");
 		return -EOVERFLOW;
 	}
@@ -767,4 +790,26 @@ void serve_stats(const struct serve *s, struct serve_stats *out)
 		.errors = LOAD(errors), .requests = LOAD(requests), .clients = LOAD(clients),
 		.uptime_ns = mono_ns() - s->start_ns,
 	};
+}
+
+int serve_host_take(struct serve *s, uint32_t *pfn_out)
+{
+	int rc = buddy_alloc(s->buddy, BUDDY_MAX_ORDER, HOST_OWNER, pfn_out);
+
+	if (rc)
+		return rc;
+	s->host_frames += 1u << BUDDY_MAX_ORDER;
+	publish(s);
+	return 0;
+}
+
+int serve_host_return(struct serve *s, uint32_t pfn)
+{
+	int rc = buddy_free(s->buddy, pfn, 1u << BUDDY_MAX_ORDER, HOST_OWNER);
+
+	if (rc)
+		return rc;
+	s->host_frames -= 1u << BUDDY_MAX_ORDER;
+	publish(s);
+	return 0;
 }

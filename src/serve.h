@@ -68,6 +68,13 @@ int serve_drain_left(const struct serve *s, uint64_t *frames_out);
 /* Encodes the EVICT that conn must be sent (it owes a DONE); -ENOENT if none. */
 int serve_evict(struct serve *s, uint32_t conn, uint32_t timeout_ms, void *buf, size_t cap, size_t *len_out);
 
+/* Elastic pool (memnode option host-reserve): takes one free order-10 block
+ * out of service so that its memory can go back to the host: no client gets
+ * it, and pool_frames no longer counts it. -ENOSPC when no such block is free. */
+int serve_host_take(struct serve *s, uint32_t *pfn_out);
+/* Puts a block that serve_host_take took back into service. */
+int serve_host_return(struct serve *s, uint32_t pfn);
+
 struct serve_stats {
 	uint64_t pool_frames, free_frames;
 	uint64_t allocs, nacks, frees, errors; /* frees: frames given back by FREE */

@@ -8,6 +8,24 @@ fail() { echo "FAIL: $*"; exit 1; }
 "$bin" help-options --markdown | diff -u "$src/docs/OPTIONS.md" - >/dev/null \
   || fail "docs/OPTIONS.md is stale: run 'build/comex help-options --markdown > docs/OPTIONS.md'"
 
+# --help: a usage line and the essentials; the tuning knobs only with --help all (issue 11 item 8)
+out=$("$bin" run --help) || fail "comex run --help failed"
+grep -q "^usage: comex run \[OPTIONS\] -- PROGRAM" <<<"$out" || fail "run --help has no usage line: $out"
+for o in local-mem memnode token-file stats-json; do
+  grep -q -- "--$o " <<<"$out" || fail "run --help lacks --$o"
+done
+grep -q -- "--evict-batch" <<<"$out" && fail "run --help shows the tuning knobs (--evict-batch)"
+grep -q "comex run --help all" <<<"$out" || fail "run --help does not say where the other options are"
+[ "$(wc -l <<<"$out")" -le 15 ] || fail "run --help is $(wc -l <<<"$out") lines"
+all=$("$bin" run --help all) || fail "comex run --help all failed"
+n=$("$bin" help-options --markdown | grep -c '| [^|]*run[^|]* | [^|]*|$')
+[ "$(grep -c '^  --' <<<"$all")" -eq "$n" ] || fail "run --help all lists $(grep -c '^  --' <<<"$all") options, the table $n"
+grep -q -- "--evict-batch" <<<"$all" || fail "run --help all lacks --evict-batch"
+out=$("$bin" memnode --help) || fail "comex memnode --help failed"
+grep -q -- "--pool " <<<"$out" && grep -q -- "--listen " <<<"$out" || fail "memnode --help lacks --pool/--listen"
+grep -q -- "--idle-spin" <<<"$out" && fail "memnode --help shows --idle-spin"
+"$bin" memnode --help all | grep -q -- "--idle-spin" || fail "memnode --help all lacks --idle-spin"
+
 out=$("$bin" memnode --pool lots 2>&1) && fail "bad size accepted"
 grep -q "option pool (from command line): 'lots' is not a size" <<<"$out" || fail "bad size message: $out"
 # "--flag false" is the flag's value, not the first non-option (a program for comex run)

@@ -276,6 +276,7 @@ static void apply_chunk(struct harness *h, unsigned k, const struct proto_msg *r
 	}
 	h->held += n;
 	h->held_by[k] += n;
+	REQUIRE(r->u.chunk.free_frames == POOL - h->held); /* the room after this grant */
 	h->chunks[h->nchunks++ % MAX_CHUNKS] = (struct chunk){ pfn, n };
 }
 
@@ -294,6 +295,7 @@ static void apply_freed(struct harness *h, unsigned k, const struct proto_msg *r
 	REQUIRE(r->u.freed.frames == total);
 	h->held -= total;
 	h->held_by[k] -= total;
+	REQUIRE(r->u.freed.free_frames == (h->draining ? 0 : POOL - h->held));
 }
 
 /* Checks r against e, then records its effect. */
@@ -302,12 +304,14 @@ static void check_reply(struct harness *h, unsigned k, const struct proto_msg *r
 {
 	if (r->type == PROTO_NACK && e->type == PROTO_NACK) { /* draining: nothing for anyone */
 		REQUIRE(r->u.nack.error == ENOSPC && r->u.nack.largest_free_order == -1);
+		REQUIRE(r->u.nack.free_frames == 0);
 		return;
 	}
 	if (r->type == PROTO_NACK) {
 		REQUIRE(e->type == PROTO_CHUNK && r->u.nack.error == ENOSPC);
 		REQUIRE(r->u.nack.largest_free_order == largest_free_order(h));
 		REQUIRE(r->u.nack.largest_free_order < (int32_t)req->u.alloc.order);
+		REQUIRE(r->u.nack.free_frames == POOL - h->held);
 		return;
 	}
 	REQUIRE(r->type == e->type);
@@ -317,6 +321,7 @@ static void check_reply(struct harness *h, unsigned k, const struct proto_msg *r
 		break;
 	case PROTO_WELCOME:
 		REQUIRE(r->u.welcome.pool_frames == POOL && r->u.welcome.max_order == BUDDY_MAX_ORDER);
+		REQUIRE(r->u.welcome.free_frames == (h->draining ? 0 : POOL - h->held));
 		break;
 	case PROTO_CHUNK:
 		apply_chunk(h, k, req, r);

@@ -40,17 +40,17 @@ static int build_samples(struct proto_msg *s)
 
 	s[n++] = MSG(PROTO_HELLO, 0, .hello = { 0, 0, NULL });
 	s[n++] = MSG(PROTO_HELLO, UINT64_MAX, .hello = { UINT64_MAX, PROTO_MAX_TOKEN, token });
-	s[n++] = MSG(PROTO_WELCOME, 1, .welcome = { 0, 0, 0, 0, 0, 0, NULL });
+	s[n++] = MSG(PROTO_WELCOME, 1, .welcome = { 0, 0, 0, 0, 0, 0, NULL, 0 });
 	s[n++] = MSG(PROTO_WELCOME, 2, .welcome = { UINT16_MAX, 10, UINT32_MAX, UINT64_MAX,
-			0xfedcba9876543210u, PROTO_MAX_RKEY, rkey });
+			0xfedcba9876543210u, PROTO_MAX_RKEY, rkey, UINT64_MAX });
 	s[n++] = MSG(PROTO_ALLOC, 3, .alloc = { 0 });
 	s[n++] = MSG(PROTO_ALLOC, 4, .alloc = { UINT32_MAX }); /* range is the server's check */
-	s[n++] = MSG(PROTO_CHUNK, 5, .chunk = { UINT32_MAX, 1 });
-	s[n++] = MSG(PROTO_NACK, 6, .nack = { ENOSPC, -1 });
-	s[n++] = MSG(PROTO_NACK, 7, .nack = { INT32_MAX, 10 });
+	s[n++] = MSG(PROTO_CHUNK, 5, .chunk = { UINT32_MAX, 1, UINT64_MAX });
+	s[n++] = MSG(PROTO_NACK, 6, .nack = { ENOSPC, -1, 0 });
+	s[n++] = MSG(PROTO_NACK, 7, .nack = { INT32_MAX, 10, UINT64_MAX });
 	s[n++] = MSG(PROTO_FREE, 8, .free = { 1, &top, NULL });
 	s[n++] = MSG(PROTO_FREE, 9, .free = { PROTO_FREE_MAX_RANGES, ranges, NULL });
-	s[n++] = MSG(PROTO_FREED, 10, .freed = { 123456 });
+	s[n++] = MSG(PROTO_FREED, 10, .freed = { 123456, 1ull << 40 });
 	s[n++] = MSG(PROTO_STATS, 11, .alloc = { 0 });
 	s[n++] = MSG(PROTO_STATS_REPLY, 12, .stats = { 1, 2, 3, UINT64_MAX, 5, 6, 7, -1, 0, 0, 0, 0, NULL, NULL });
 	s[n++] = MSG(PROTO_STATS_REPLY, 12, .stats = { 1, 2, 3, 4, 5, 6, 7, 8, UINT64_MAX, 1234, PROTO_STATS_DRAINING,
@@ -113,14 +113,15 @@ static bool msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 	case PROTO_WELCOME:
 		return FEQ(welcome.nid) && FEQ(welcome.max_order) && FEQ(welcome.credits) &&
 		       FEQ(welcome.pool_frames) && FEQ(welcome.base) && FEQ(welcome.rkey_len) &&
+		       FEQ(welcome.free_frames) &&
 		       bytes_eq(a->u.welcome.rkey, b->u.welcome.rkey, a->u.welcome.rkey_len);
 	case PROTO_ALLOC: return FEQ(alloc.order);
-	case PROTO_CHUNK: return FEQ(chunk.pfn) && FEQ(chunk.count);
+	case PROTO_CHUNK: return FEQ(chunk.pfn) && FEQ(chunk.count) && FEQ(chunk.free_frames);
 	case PROTO_READ: case PROTO_WRITE: return FEQ(rw.pfn) && FEQ(rw.count);
 	case PROTO_DATA: case PROTO_WRITTEN: return FEQ(done.count);
-	case PROTO_NACK: return FEQ(nack.error) && FEQ(nack.largest_free_order);
+	case PROTO_NACK: return FEQ(nack.error) && FEQ(nack.largest_free_order) && FEQ(nack.free_frames);
 	case PROTO_FREE: return free_eq(a, b);
-	case PROTO_FREED: return FEQ(freed.frames);
+	case PROTO_FREED: return FEQ(freed.frames) && FEQ(freed.free_frames);
 	case PROTO_DRAINING: return FEQ(draining.clients) && FEQ(draining.frames);
 	case PROTO_EVICT: return FEQ(evict.frames) && FEQ(evict.timeout_ms);
 	case PROTO_DONE: return FEQ(finished.moved);
@@ -201,25 +202,42 @@ static void check_vector(const struct proto_msg *m, const uint8_t *want, size_t 
 static void test_vectors(void)
 {
 	static const uint8_t hello[] = {
-		0x43, 0x58, 0x02, 0x01, 0x1d, 0x00, 0x00, 0x00, /* magic, version, HELLO, length 29 */
+		0x43, 0x58, 0x03, 0x01, 0x1d, 0x00, 0x00, 0x00, /* magic, version, HELLO, length 29 */
 		0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, /* seq */
 		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, /* client_id */
 		0x03, 0x00, 'a', 'b', 'c',                      /* token_len, token */
 	};
 	static const uint8_t free_[] = {
-		0x43, 0x58, 0x02, 0x06, 0x24, 0x00, 0x00, 0x00, /* FREE, length 36 */
+		0x43, 0x58, 0x03, 0x06, 0x24, 0x00, 0x00, 0x00, /* FREE, length 36 */
 		0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* seq 2 */
 		0x02, 0x00, 0x00, 0x00,                         /* nranges */
 		0x10, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, /* pfn 0x10, count 4 */
 		0xdd, 0xcc, 0xbb, 0xaa, 0x00, 0x01, 0x00, 0x00, /* pfn 0xaabbccdd, count 256 */
 	};
 	static const uint8_t nack[] = {
-		0x43, 0x58, 0x02, 0x05, 0x18, 0x00, 0x00, 0x00, /* NACK, length 24 */
+		0x43, 0x58, 0x03, 0x05, 0x20, 0x00, 0x00, 0x00, /* NACK, length 32 */
 		0xff, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, /* seq */
 		0x1c, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, /* ENOSPC (28), -1 */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* free_frames 0 */
 	};
+	static const uint8_t chunk[] = {
+		0x43, 0x58, 0x03, 0x04, 0x20, 0x00, 0x00, 0x00, /* CHUNK, length 32 */
+		0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* seq 5 */
+		0x00, 0x04, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, /* pfn 1024, count 1024 */
+		0x00, 0x3c, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* free_frames 15360 */
+	};
+	static const uint8_t welcome[] = {
+		0x43, 0x58, 0x03, 0x02, 0x36, 0x00, 0x00, 0x00, /* WELCOME, length 54 */
+		0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* seq 1 */
+		0x07, 0x00, 0x0a, 0x00, 0x10, 0x00, 0x00, 0x00, /* nid 7, max_order 10, credits 16 */
+		0x00, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* pool_frames 16384 */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x7f, 0x00, 0x00, /* base 0x7f0000000000 */
+		0x00, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* free_frames 16384 */
+		0x02, 0x00, 0x00, 0x00, 0xaa, 0xbb,             /* rkey_len 2, rkey */
+	};
+	static const uint8_t two[] = { 0xaa, 0xbb };
 	static const uint8_t stats_reply[] = {
-		0x43, 0x58, 0x02, 0x09, 0x70, 0x00, 0x00, 0x00, /* STATS_REPLY, length 112 */
+		0x43, 0x58, 0x03, 0x09, 0x70, 0x00, 0x00, 0x00, /* STATS_REPLY, length 112 */
 		0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* seq 3 */
 		0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* pool_frames 256 */
 		0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* free_frames 128 */
@@ -236,7 +254,7 @@ static void test_vectors(void)
 	};
 	static const struct proto_usage u1 = { 0xdeadbeef, 112 };
 	static const uint8_t evict[] = {
-		0x43, 0x58, 0x02, 0x13, 0x1c, 0x00, 0x00, 0x00, /* EVICT (19), length 28 */
+		0x43, 0x58, 0x03, 0x13, 0x1c, 0x00, 0x00, 0x00, /* EVICT (19), length 28 */
 		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* seq 0: not a reply */
 		0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* frames 4096 */
 		0x30, 0x75, 0x00, 0x00,                         /* timeout 30000 ms */
@@ -251,9 +269,12 @@ static void test_vectors(void)
 							   PROTO_STATS_DRAINING, 1, &u1, NULL }),
 		     stats_reply, sizeof(stats_reply));
 	CHECK(ENOSPC == 28);
-	check_vector(&MSG(PROTO_NACK, 0x80000000000000ffu, .nack = { ENOSPC, -1 }),
+	check_vector(&MSG(PROTO_NACK, 0x80000000000000ffu, .nack = { ENOSPC, -1, 0 }),
 		     nack, sizeof(nack));
 	check_vector(&MSG(PROTO_EVICT, 0, .evict = { 4096, 30000 }), evict, sizeof(evict));
+	check_vector(&MSG(PROTO_CHUNK, 5, .chunk = { 1024, 1024, 15360 }), chunk, sizeof(chunk));
+	check_vector(&MSG(PROTO_WELCOME, 1, .welcome = { 7, 10, 16, 16384, 0x7f0000000000u, 2, two, 16384 }),
+		     welcome, sizeof(welcome));
 }
 
 static void test_truncation_and_trailing(const struct proto_msg *s, int n)
@@ -278,7 +299,7 @@ static void test_truncation_and_trailing(const struct proto_msg *s, int n)
 
 static void test_header(void)
 {
-	struct proto_msg m = MSG(PROTO_CHUNK, 1, .chunk = { 2, 3 });
+	struct proto_msg m = MSG(PROTO_CHUNK, 1, .chunk = { 2, 3, 4 });
 	size_t len = encode_ok(&m, buf);
 
 	memcpy(buf2, buf, len); buf2[0] ^= 1;
@@ -341,7 +362,7 @@ static void test_encode_limits(void)
 		CHECK(len == 777);
 	}
 	need = encode_ok(&m, buf2);
-	CHECK(need == PROTO_HDR_LEN + 28 + 100);
+	CHECK(need == PROTO_HDR_LEN + 36 + 100);
 	memset(buf, 0x5a, sizeof(buf));
 	CHECK(proto_encode(&m, buf, need - 1, &len) == -EMSGSIZE);
 	CHECK(proto_encode(&m, NULL, 0, &len) == -EMSGSIZE);
@@ -368,7 +389,7 @@ static void test_decode_limits(void)
 	len = patch_count(encode_ok(&m, buf), 8, 2, PROTO_MAX_TOKEN + 1, 1);
 	decode_fails(buf, len, -EBADMSG);
 	m = MSG(PROTO_WELCOME, 1, .welcome = { .rkey_len = PROTO_MAX_RKEY, .rkey = rkey });
-	len = patch_count(encode_ok(&m, buf), 24, 4, PROTO_MAX_RKEY + 1, 1);
+	len = patch_count(encode_ok(&m, buf), 32, 4, PROTO_MAX_RKEY + 1, 1);
 	decode_fails(buf, len, -EBADMSG);
 	m = MSG(PROTO_ERROR, 1, .error = { EIO, PROTO_MAX_TEXT, text });
 	len = patch_count(encode_ok(&m, buf), 4, 2, PROTO_MAX_TEXT + 1, 1);
@@ -464,12 +485,12 @@ static void test_random(void)
 	struct proto_range r[3] = { { 0, 1 }, { 100, 28 }, { 1 << 20, 512 } };
 	const struct proto_msg seeds[] = {
 		MSG(PROTO_HELLO, 1, .hello = { 42, 8, token }),
-		MSG(PROTO_WELCOME, 2, .welcome = { 1, 10, 64, 1 << 20, 1 << 30, 12, rkey }),
+		MSG(PROTO_WELCOME, 2, .welcome = { 1, 10, 64, 1 << 20, 1 << 30, 12, rkey, 1 << 19 }),
 		MSG(PROTO_ALLOC, 3, .alloc = { 4 }),
-		MSG(PROTO_CHUNK, 4, .chunk = { 16, 16 }),
-		MSG(PROTO_NACK, 5, .nack = { ENOSPC, 3 }),
+		MSG(PROTO_CHUNK, 4, .chunk = { 16, 16, 1000 }),
+		MSG(PROTO_NACK, 5, .nack = { ENOSPC, 3, 7 }),
 		MSG(PROTO_FREE, 6, .free = { 3, r, NULL }),
-		MSG(PROTO_FREED, 7, .freed = { 9 }),
+		MSG(PROTO_FREED, 7, .freed = { 9, 99 }),
 		MSG(PROTO_STATS, 8, .alloc = { 0 }),
 		MSG(PROTO_STATS_REPLY, 9, .stats = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0, NULL, NULL }),
 		MSG(PROTO_BYE, 10, .alloc = { 0 }),

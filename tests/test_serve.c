@@ -348,13 +348,16 @@ static void test_exhaustion(void)
 	uint32_t big;
 
 	big = alloc_ok(s, &a, 10);
+	CHECK(rep.u.chunk.free_frames == 3); /* room piggybacked for placement */
 	nack_ok(s, &a, 10, 1);
+	CHECK(rep.u.nack.free_frames == 3);
 	nack_ok(s, &a, 2, 1);
 	CHECK(alloc_ok(s, &a, 0) == 1026);
 	CHECK(alloc_ok(s, &a, 1) == 1024);
 	nack_ok(s, &a, 0, -1);
 	CHECK(free_frames(s) == 0);
 	free_ok(s, &a, big, 1024);
+	CHECK(rep.u.freed.free_frames == 1024);
 	CHECK(alloc_ok(s, &a, 10) == big);
 	serve_stats(s, &st);
 	CHECK(st.nacks == 3 && st.allocs == 4 && st.errors == 0);
@@ -396,7 +399,9 @@ static void test_grow(void)
 	CHECK(serve_create(&cfg, &s) == 0);
 	a = connect_cl(s);
 	CHECK(hello(s, &a, "") == 0 && rep.type == PROTO_WELCOME && rep.u.welcome.pool_frames == 4096);
+	CHECK(rep.u.welcome.free_frames == 4096); /* room counts what the pool may still grow */
 	CHECK(alloc_ok(s, &a, 10) == 0 && g.calls == 0);
+	CHECK(rep.u.chunk.free_frames == 3072);
 	CHECK(alloc_ok(s, &a, 10) == 1024 && g.calls == 1); /* grown by need > step */
 	CHECK(alloc_ok(s, &a, 0) == 2048 && g.calls == 2);
 	serve_stats(s, &st);
@@ -439,6 +444,36 @@ static struct serve_bulk rw(struct serve *s, struct cl *c, uint8_t type, uint32_
 	CHECK(proto_decode(reply_buf, rlen, &rep) == 0 && rep.seq == m.seq);
 	CHECK(rep.type != PROTO_ERROR || sb.len == 0);
 	return sb;
+}
+
+/* Elastic pool: blocks taken for the host leave the pool (STATS, room) and
+ * no client gets them or may free them; returned, they serve again. */
+static void test_host_blocks(void)
+{
+	struct serve *s = make(POOL, 4, NULL);
+	struct cl a = login(s, "");
+	struct serve_stats st;
+	uint32_t h1, h2, h3;
+
+	CHECK(serve_host_take(s, &h1) == 0 && serve_host_take(s, &h2) == 0 && h1 != h2);
+	CHECK(h1 % 1024 == 0 && h2 % 1024 == 0);
+	serve_stats(s, &st);
+	CHECK(st.pool_frames == POOL - 2048 && st.free_frames == POOL - 2048);
+	CHECK(simple(s, &a, PROTO_STATS) == 0 && rep.u.stats.pool_frames == POOL - 2048);
+	CHECK(alloc_ok(s, &a, 10) != h1 && rep.u.chunk.free_frames == POOL - 3072);
+	CHECK(free_one(s, &a, h1, 1) == 0);
+	want_error(EPERM); /* not the client's */
+	CHECK(serve_host_take(s, &h3) == 0 && h3 != h1 && h3 != h2);
+	CHECK(serve_host_take(s, &h3) == -ENOSPC); /* no order-10 block left free */
+	nack_ok(s, &a, 10, 2);
+	CHECK(serve_host_return(s, h1) == 0 && serve_host_return(s, h1) == -EPERM);
+	CHECK(alloc_ok(s, &a, 10) == h1);
+	CHECK(serve_host_return(s, h2) == 0);
+	serve_stats(s, &st);
+	CHECK(st.pool_frames == POOL - 1024);
+	serve_disconnect(s, a.conn);
+	CHECK(free_frames(s) == POOL - 1024);
+	serve_destroy(s);
 }
 
 static void test_read_write(void)
@@ -717,6 +752,7 @@ int main(void)
 	test_stats_usage();
 	test_exhaustion();
 	test_grow();
+	test_host_blocks();
 	test_ownership();
 	test_read_write();
 	test_seq();

@@ -144,6 +144,8 @@ int pager_init(const struct pager_config *cfg)
 		if ((err = reclaim_add_node(n)))
 			return err;
 	P.preferred = placement_preferred(placement_local_nid(), (uint32_t)getpid(), P.nnodes);
+	P.cur = P.preferred;
+	P.rng = now_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15ull;
 	P.memfd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
 	if (P.memfd < 0) {
 		log_error("cannot open /proc/self/mem to copy pages out: %m");

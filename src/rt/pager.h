@@ -26,6 +26,7 @@ struct pager_config {
 	bool async;               /* descriptor has WP_ASYNC and MOVE: writes to clean pages never fault */
 	bool reclaimer;           /* evict on the reclaimer thread between watermarks */
 	bool lazy_fork;           /* uffd has UFFD_EVENT_FORK: children served from a snapshot */
+	unsigned placement;       /* enum placement_policy: which memnode an evicted page goes to */
 	uint64_t spin_ns;
 	uint64_t wedge_after;     /* test hook: stop serving after this many faults (0: never) */
 	bool wedge_drop;          /* ... by reading faults and never answering them (else by hanging in one) */

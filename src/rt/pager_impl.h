@@ -37,6 +37,9 @@ struct pager {
 	struct evict *ev;
 	struct prefetch *pf;
 	unsigned nnodes, preferred;
+	unsigned cur;                 /* placement's node for the frames being handed out */
+	uint32_t cur_left;            /* frames until placement chooses again */
+	uint64_t rng;                 /* placement's random state (p2c, weighted) */
 	struct { uint32_t pfn, left; } cursor[MAX_NODES];
 	uint64_t resident, heap_hi, map_hi;
 	uint64_t low_free, high_free; /* reclaimer watermarks, pages free under the budget */

@@ -20,6 +20,7 @@
 #include "membership.h"
 #include "options.h"
 #include "pager.h"
+#include "placement.h"
 #include "pte.h"
 #include "stats.h"
 #include "uffd.h"
@@ -168,6 +169,8 @@ static int budget(unsigned nodes, struct pager_config *pc)
 static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 {
 	const char *policy = opt_str(&opts, OPT_EVICT_POLICY);
+	const char *placement = opt_str(&opts, OPT_PLACEMENT);
+	enum placement_policy place;
 	const char *prefetch = opt_str(&opts, OPT_PREFETCH_POLICY);
 	const char *handlers = opt_str(&opts, OPT_FAULT_HANDLERS);
 	const char *wedge = getenv("COMEX_TEST_WEDGE_AFTER");
@@ -206,6 +209,11 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 		log_error("option fault-handlers: '%s' is neither per-cpu nor one", handlers);
 		return -EINVAL;
 	}
+	if (placement_parse(placement, &place)) {
+		log_error("option placement: '%s' is none of hash, p2c, weighted", placement);
+		return -EINVAL;
+	}
+	pc->placement = place;
 	if (strcmp(policy, "clock") && strcmp(policy, "fifo")) {
 		log_error("option evict-policy: '%s' is neither clock nor fifo", policy);
 		return -EINVAL;

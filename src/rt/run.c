@@ -276,11 +276,45 @@ static void show_log_tail(const char *path)
 		close(fd);
 }
 
-static void stop_embedded(struct embedded *e, bool failed)
+/* Whether path holds an error line (": error: ", as log.c writes them). */
+static bool log_has_error(const char *path)
+{
+	static const char mark[] = ": error: ";
+	enum { KEEP = sizeof(mark) - 2 }; /* the tail a mark split across two reads starts in */
+	char buf[4096];
+	size_t have = 0;
+	ssize_t n;
+	bool found = false;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	while (fd >= 0 && !found && (n = read(fd, buf + have, sizeof(buf) - have)) > 0) {
+		have += (size_t)n;
+		found = memmem(buf, have, mark, sizeof(mark) - 1) != NULL;
+		if (have > KEEP) {
+			memmove(buf, buf + have - KEEP, KEEP);
+			have = KEEP;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	return found;
+}
+
+/* Stops the embedded memnode. Its log goes to stderr when comex itself may
+ * have failed (failed: comex run's or the runtime's own exit status), when
+ * the memnode died or logged an error, or at log-level 3 after any non-zero
+ * exit: a program that exits 1 by design learns nothing from it. */
+static void stop_embedded(struct embedded *e, bool failed, int rc)
 {
 	char path[128];
+	int status;
 
-	if (e->pid > 0) {
+	if (e->pid > 0 && waitpid(e->pid, &status, WNOHANG) == e->pid) {
+		log_error("the embedded memnode ended before the program (%s %d)",
+			  WIFSIGNALED(status) ? "signal" : "exit status",
+			  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+		failed = true;
+	} else if (e->pid > 0) {
 		kill(e->pid, SIGTERM);
 		waitpid(e->pid, NULL, 0);
 	}
@@ -289,7 +323,7 @@ static void stop_embedded(struct embedded *e, bool failed)
 	snprintf(path, sizeof(path), "%s/token", e->dir);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/memnode.log", e->dir);
-	if (failed)
+	if (failed || log_has_error(path) || (rc && log_threshold >= LOG_DEBUG))
 		show_log_tail(path);
 	unlink(path);
 	rmdir(e->dir);
@@ -348,6 +382,22 @@ static int preload(void)
 	return 0;
 }
 
+/* The runtime writes --stats-json when the program exits normally and then
+ * removes its live counters. A program ended by a signal (timeout's SIGTERM,
+ * Ctrl-C, the pager's or the OOM killer's SIGKILL) or by _exit() never gets
+ * there, but its counters are still in /dev/shm: written from there. */
+static void save_stats(pid_t pid)
+{
+	const char *path = getenv("COMEX_STATS_JSON");
+	const struct stats *s;
+
+	if (!path || !*path || stats_open(pid, &s))
+		return;
+	if (!stats_write_json(s, path))
+		log_info("wrote the counters of the ended program to %s", path);
+	stats_close(s);
+}
+
 static pid_t child;
 static void forward(int sig) { if (child > 0) kill(child, sig); }
 
@@ -372,6 +422,7 @@ static int run_program(const char *path, char **argv)
 	signal(SIGQUIT, forward);
 	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
 		;
+	save_stats(child);
 	/* a program killed outright (SIGKILL, the watchdog) cannot remove its
 	 * live counters from /dev/shm itself */
 	stats_unlink(child);
@@ -380,6 +431,14 @@ static int run_program(const char *path, char **argv)
 		return 128 + WTERMSIG(status);
 	}
 	return WEXITSTATUS(status);
+}
+
+/* Exit statuses that come from comex, not from the program: 125 comex run
+ * could not start it, 126 the runtime could not (rt.c fail()), 128 + SIGKILL
+ * the pager or the watchdog stopped it (or another SIGKILL: the OOM killer). */
+static bool comex_failed(int rc)
+{
+	return rc == 125 || rc == 126 || rc == 128 + SIGKILL;
 }
 
 int run_main(struct options *o, int argc, char **argv)
@@ -421,7 +480,7 @@ int run_main(struct options *o, int argc, char **argv)
 	}
 	rc = run_program(path, argv);
 stop_memnode:
-	stop_embedded(&e, rc != 0);
+	stop_embedded(&e, comex_failed(rc), rc);
 	return rc;
 }
 
