@@ -104,8 +104,10 @@ static bool gone(const struct child *c)
 static void reap(void)
 {
 	for (int i = 0; i < MAX_CHILDREN; i++)
-		if (kids[i].used && i != pending && (kids[i].uffd >= 0 || kids[i].pidfd >= 0) && gone(&kids[i]))
+		if (kids[i].used && i != pending && (kids[i].uffd >= 0 || kids[i].pidfd >= 0) && gone(&kids[i])) {
 			free_slot(&kids[i]);
+			STAT_ADD(P.c.stats, forks_lazy_ended, 1);
+		}
 }
 
 int forkchild_prepare(void)
