@@ -24,6 +24,7 @@ struct pager_config {
 	bool write_behind;        /* two write buffers per node, one written while the other fills */
 	bool async;               /* descriptor has WP_ASYNC and MOVE: writes to clean pages never fault */
 	bool reclaimer;           /* evict on the reclaimer thread between watermarks */
+	unsigned replicas;        /* copies of every evicted page on distinct memnodes (1-3) */
 	uint64_t spin_ns;
 	uint64_t wedge_after;     /* test hook: stop serving after this many faults (0: never) */
 	bool wedge_drop;          /* ... by reading faults and never answering them (else by hanging in one) */

@@ -188,6 +188,7 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 		.keep_frames = opt_num(&opts, OPT_KEEP_FRAMES),
 		.write_behind = opt_num(&opts, OPT_WRITE_BEHIND),
 		.reclaimer = opt_num(&opts, OPT_RECLAIMER),
+		.replicas = (unsigned)opt_num(&opts, OPT_REPLICAS),
 		.spin_ns = opt_num(&opts, OPT_HANDLER_SPIN),
 		.wedge_after = wedge ? strtoull(wedge, NULL, 10) : drop ? strtoull(drop, NULL, 10) : 0,
 		.wedge_drop = !wedge && drop,
@@ -211,6 +212,11 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 	}
 	if (!pc->evict_batch || pc->evict_batch > 256 || !pc->wbuf_pages || !pc->flush_run) {
 		log_error("options evict-batch (1-256), wbuf-pages and flush-run must be positive");
+		return -EINVAL;
+	}
+	if (pc->replicas < 1 || pc->replicas > 3 || pc->replicas > client_nodes(cl)) {
+		log_error("option replicas: %u copies of every page; it must be 1-3 and at most the number of memnodes (%u)",
+			  pc->replicas, client_nodes(cl));
 		return -EINVAL;
 	}
 	return budget(client_nodes(cl), pc);
