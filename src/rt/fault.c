@@ -160,7 +160,7 @@ static void check_sum(uint64_t i, char *copy)
 	if (pagesum_eq(pagesum_of(copy), P.sum[i]))
 		return;
 	STAT_ADD(P.c.stats, pages_corrupt, 1);
-	if (!replica_failover(i, 1, 1, copy))
+	if (!replica_failover(pte_node(P.pt[i]), i, 1, 1, copy))
 		return;
 	pager_die("a page came back from its memnode changed (checksum mismatch)", (uintptr_t)page_addr(i), -EIO);
 }
@@ -174,7 +174,7 @@ static void remote_read(unsigned node, uint32_t pfn, uint32_t count, void *dst, 
 	int err = client_read(P.c.client, node, pfn, count, dst);
 
 	if (err)
-		err = replica_failover(idx, step, count, dst);
+		err = replica_failover(node, idx, step, count, dst);
 	STAT_ADD(P.c.stats, ns_read, now_ns() - t0);
 	if (err)
 		pager_die("a memnode failed while reading back a page that exists nowhere else",

@@ -153,7 +153,7 @@ void *pager_membership(void *arg)
 			rejoin(d, h.out & (1ull << d), now);
 		}
 		watch_config();
-		replica_repair();
+		replica_repair(h.out | h.evicting);
 		nanosleep(&tick, NULL);
 	}
 	return NULL;

@@ -262,12 +262,25 @@ static bool read_copy(uint64_t i, char *dst)
 	return false;
 }
 
-int replica_failover(uint64_t first, uint64_t step, uint32_t count, char *dst)
+/* Page i from a copy not on node bad: its first copy, if the membership
+ * thread has meanwhile put an extra one in the failed one's place (the read
+ * may have run without the pager lock), else an extra one. */
+static bool read_other(unsigned bad, uint64_t i, char *dst)
+{
+	pte_t e = __atomic_load_n(&P.pt[i], __ATOMIC_RELAXED);
+
+	if ((pte_state(e) == PTE_REMOTE || pte_state(e) == PTE_CLEAN) && pte_node(e) != bad &&
+	    !client_read(P.c.client, pte_node(e), pte_pfn(e), 1, dst) && pagesum_eq(pagesum_of(dst), P.sum[i]))
+		return true;
+	return read_copy(i, dst);
+}
+
+int replica_failover(unsigned bad, uint64_t first, uint64_t step, uint32_t count, char *dst)
 {
 	if (!extra)
 		return -EIO;
 	for (uint32_t k = 0; k < count; k++)
-		if (!read_copy(first + k * step, dst + ((size_t)k << PAGE_SHIFT)))
+		if (!read_other(bad, first + k * step, dst + ((size_t)k << PAGE_SHIFT)))
 			return -EIO;
 	STAT_ADD(P.c.stats, pages_failed_over, count);
 	return 0;
@@ -351,6 +364,8 @@ bool replica_unref(uint64_t i, unsigned d, bool failed)
 		P.pt[i] = pte_make(e, pte_state(e), loc_node(keep[0]), loc_pfn(keep[0]));
 		memmove(keep, keep + 1, (EXTRA_MAX - 1) * sizeof(keep[0]));
 		keep[EXTRA_MAX - 1] = 0;
+		if (failed) /* served from another copy from now on */
+			STAT_ADD(P.c.stats, pages_failed_over, 1);
 		did = true;
 	}
 	if (did) {
@@ -372,13 +387,30 @@ static bool holds(uint64_t i, unsigned t)
 	return false;
 }
 
-/* Page i gets the copies it lacks; false when it still lacks some (no
- * memnode with room, or none readable), true also when it lacked none. */
-static bool repair_page(uint64_t i, unsigned *made)
+/* A frame for a new copy of page i on a usable memnode that holds none. */
+static bool new_frame(uint64_t i, uint64_t unusable, unsigned *t_out, uint32_t *pfn_out)
+{
+	for (unsigned a = 0; a < P.nnodes; a++) {
+		unsigned t = placement_choice(P.preferred, a, P.nnodes);
+		uint32_t got;
+
+		if ((unusable >> t & 1) || holds(i, t) || client_alloc(P.c.client, t, 1, pfn_out, &got))
+			continue;
+		STAT_ADD(P.c.stats, frames_held[t], 1);
+		*t_out = t;
+		return true;
+	}
+	return false;
+}
+
+/* Page i gets one copy it lacks; false when it still lacks some (no usable
+ * memnode with room, none of its copies readable, or a write failed). */
+static bool repair_page(uint64_t i, uint64_t unusable, unsigned *made)
 {
 	pte_t e = P.pt[i];
 	uint64_t *c = copies(i);
-	unsigned have = 1, free_k = extra;
+	unsigned have = 1, free_k = extra, t;
+	uint32_t pfn;
 
 	if (pte_state(e) != PTE_REMOTE && pte_state(e) != PTE_CLEAN)
 		return true;
@@ -390,27 +422,19 @@ static bool repair_page(uint64_t i, unsigned *made)
 	}
 	if (have >= P.c.replicas)
 		return true;
-	if ((client_read(P.c.client, pte_node(e), pte_pfn(e), 1, repair_buf) ||
-	     !pagesum_eq(pagesum_of(repair_buf), P.sum[i])) && !read_copy(i, repair_buf))
-		return false; /* its copies are failing: membership forgets them, the next pass tries again */
-	for (unsigned a = 0; a < P.nnodes; a++) {
-		unsigned t = placement_choice(P.preferred, a, P.nnodes);
-		uint32_t pfn, got;
-
-		if (holds(i, t) || client_alloc(P.c.client, t, 1, &pfn, &got))
-			continue;
-		STAT_ADD(P.c.stats, frames_held[t], 1);
-		if (client_write(P.c.client, t, pfn, 1, repair_buf)) {
-			pager_release_frame(t, pfn);
-			continue;
-		}
-		c[free_k] = loc(t, pfn);
-		STAT_ADD(P.c.stats, pages_rereplicated, 1);
-		STAT_ADD(P.c.stats, bytes_written, PAGE_SIZE);
-		(*made)++;
-		return have + 1 >= P.c.replicas ? true : repair_page(i, made);
+	if (!new_frame(i, unusable, &t, &pfn))
+		return false; /* read nothing: no memnode can take it now */
+	if (((client_read(P.c.client, pte_node(e), pte_pfn(e), 1, repair_buf) ||
+	      !pagesum_eq(pagesum_of(repair_buf), P.sum[i])) && !read_copy(i, repair_buf)) ||
+	    client_write(P.c.client, t, pfn, 1, repair_buf)) {
+		pager_release_frame(t, pfn);
+		return false; /* a memnode is failing: membership forgets it, a later pass tries again */
 	}
-	return false;
+	c[free_k] = loc(t, pfn);
+	STAT_ADD(P.c.stats, pages_rereplicated, 1);
+	STAT_ADD(P.c.stats, bytes_written, PAGE_SIZE);
+	(*made)++;
+	return have + 1 >= P.c.replicas;
 }
 
 static void yield_to_faults(void)
@@ -421,7 +445,7 @@ static void yield_to_faults(void)
 	pager_lock("re-replicating pages");
 }
 
-void replica_repair(void)
+void replica_repair(uint64_t unusable)
 {
 	static uint64_t not_before;
 	uint64_t now = now_ns(), made = 0;
@@ -434,7 +458,7 @@ void replica_repair(void)
 		for (uint64_t i = area ? P.c.heap_pages : 0; i < (area ? P.map_hi : P.heap_hi); i++) {
 			unsigned m = 0;
 
-			lacking |= !repair_page(i, &m);
+			lacking |= !repair_page(i, unusable, &m);
 			made += m;
 			if ((i & 4095) == 4095 || (m && made % REPAIR_BATCH == 0))
 				yield_to_faults();

@@ -26,17 +26,18 @@ void replica_settle(unsigned n0, struct wbuf *wb, int err);
  * back. replica_move: an mremap moved the page from one index to another. */
 void replica_drop(uint64_t idx);
 void replica_move(uint64_t from, uint64_t to);
-/* Reads count pages (first, first + step, ...) into dst from their extra
- * copies, each checked against its hash; 0, or -EIO if one has none left.
+/* Reads count pages (first, first + step, ...) into dst from copies not on
+ * node bad, each checked against its hash; 0, or -EIO if one has none left.
  * May run without the pager lock (the caller re-checks the entries). */
-int replica_failover(uint64_t first, uint64_t step, uint32_t count, char *dst);
+int replica_failover(unsigned bad, uint64_t first, uint64_t step, uint32_t count, char *dst);
 /* Node d fails (failed) or leaves: nothing in the write buffers refers to it
  * afterwards; replica_unref then undoes page i's references (a copy there is
  * dropped, a first copy there is replaced by an extra one); true if any. */
 void replica_forget(unsigned d, bool failed);
 bool replica_unref(uint64_t i, unsigned d, bool failed);
 /* Membership thread, every tick: pages with fewer copies than replicas get
- * new ones on memnodes that have room (pages_rereplicated). */
-void replica_repair(void);
+ * new ones on memnodes that have room and are not in unusable (a bit per
+ * node: failed, leaving) (pages_rereplicated). */
+void replica_repair(uint64_t unusable);
 
 #endif
