@@ -137,6 +137,7 @@ int pager_init(const struct pager_config *cfg)
 		if ((err = reclaim_add_node(n)))
 			return err;
 	P.preferred = placement_preferred(placement_local_nid(), (uint32_t)getpid(), P.nnodes);
+	cfg->stats->preferred_node = P.preferred; /* where first copies go while it has room */
 	P.memfd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
 	if (P.memfd < 0) {
 		log_error("cannot open /proc/self/mem to copy pages out: %m");

@@ -324,6 +324,8 @@ void replica_forget(unsigned d, bool failed)
 		reclaim_flush_all();
 		return;
 	}
+	log_info("memnode %u failed: the other copies of its pages take their place, and copies are made again "
+		 "on the other memnodes where there is room", d);
 	/* d's own buffers come home (migrate.c): their extra copies are given up,
 	 * once the writes in flight from them are over */
 	wait_ops(d, P.wb_out[d] ? P.wb_out[d] : P.wb[d]);
@@ -465,8 +467,12 @@ void replica_repair(uint64_t unusable)
 		}
 	}
 	pager_unlock();
-	if (made)
-		log_info("%llu page copies made again on the remaining memnodes", (unsigned long long)made);
+	if (made && !lacking)
+		log_info("re-replicated: %llu page copies made again, every page has its %u copies",
+			 (unsigned long long)made, P.c.replicas);
+	else if (made)
+		log_info("%llu page copies made again; some pages still lack copies (no memnode has room)",
+			 (unsigned long long)made);
 	if (lacking) {
 		set_degraded();
 		not_before = now_ns() + REPAIR_RETRY_NS;

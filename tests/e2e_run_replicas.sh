@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# e2e_run_replicas: with replicas 2 a memnode SIGKILLed or SIGSTOPped mid-run loses no page (reads fail over, output identical); with three memnodes the lost copies are made again, so a second failure loses nothing either.
+. "${COMEX_SRC:?}/tests/progs/lib.sh"
+. "$src/tests/progs/memnodes.sh"
+echo "e2e_run_replicas: replicas 2, one memnode killed / stopped mid-run, re-replication then a second failure"
+py=$(python3 -c 'import sys; print(sys.executable)') # the interpreter itself, not a wrapper script
+job=("$py" "$src/tests/progs/pybuild.py" 120000)
+native job "${job[@]}" || { fail native "pybuild.py fails natively"; finish; }
+lm="$((peak_kib / 4))K" # 25 % of its native peak
+# Pages written before a memnode is made to fail: mid-run (the job writes
+# about 4 times as many), counted by the pager, not timed.
+after=${COMEX_TEST_FAIL_AFTER:-10000}
+
+# counter PID KEY: a live counter of the program PID (0 while unreadable)
+counter() {
+  "$bin" stats "$1" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$2" 2>/dev/null || echo 0
+}
+# start_job NAME MEMNODES: the job under comex run with replicas 2, in the
+# background; sets run_pid and prog (the program's own pid, for its counters)
+start_job() {
+  local name=$1 mns=$2 c=
+  timeout -k 10 "$hang_guard" "$bin" run --local-mem "$lm" --memnode "$mns" --token-file "$dir/token" \
+    --replicas 2 --op-timeout 2s --stats-json "$dir/$name.json" -- "${job[@]}" >"$dir/$name.comex" 2>"$dir/$name.err" &
+  run_pid=$!; pids+=("$run_pid"); prog=
+  for _ in $(seq 1 $((hang_guard * 10))); do # timeout -> comex run -> the program
+    c=$(pgrep -P "$run_pid" | head -n 1); [ -n "$c" ] && prog=$(pgrep -P "$c" | head -n 1)
+    [ -n "$prog" ] && [ -e "/dev/shm/comex-stats.$prog" ] && return 0
+    kill -0 "$run_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  fail "$name" "the program did not start: $(tail -n 3 "$dir/$name.err")"; return 1
+}
+# written_at_least NAME N: waits until the program has written N pages out
+written_at_least() {
+  local name=$1 n=$2
+  while kill -0 "$run_pid" 2>/dev/null; do
+    [ "$(counter "$prog" pages_written)" -ge "$n" ] && return 0
+    sleep 0.1
+  done
+  fail "$name" "the program ended before writing $n pages (make COMEX_TEST_FAIL_AFTER smaller)"; return 1
+}
+# ended_identical NAME: the run ends with status 0 and the native output
+ended_identical() {
+  local name=$1 rc=0
+  wait "$run_pid" || rc=$?
+  [ $rc -eq 0 ] || { fail "$name" "exit status $rc: $(grep -E '^comex: (error|warning)' "$dir/$name.err" | head -n 3)"; return 1; }
+  cmp -s "$dir/job.native" "$dir/$name.comex" || { fail "$name" "output differs from the native run"; return 1; }
+}
+
+# node_pid I: the pid of memnode number I (a, b, c in --memnode order)
+node_pid() { local v=pid_$(echo abc | cut -c$(($1 + 1))); echo "${!v}"; }
+
+# 1-2. Two memnodes, replicas 2: the one that holds the first copies (the
+# program's preferred memnode, which reads go to) is SIGKILLed (the
+# connection drops) or SIGSTOPped (it hangs: noticed after op-timeout)
+# while the program pages.
+for sig in KILL STOP; do
+  name=$(echo "sig$sig" | tr 'A-Z' 'a-z')
+  want "$name" || continue
+  mn_start a --pool 256M && mn_start b --pool 256M &&
+  start_job "$name" "127.0.0.1:$port_a,127.0.0.1:$port_b" && written_at_least "$name" "$after" && {
+    pref=$(counter "$prog" preferred_node)
+    kill -"$sig" "$(node_pid "$pref")"
+    if ended_identical "$name"; then
+      fo=$(stat "$name" pages_failed_over); lost=$(stat "$name" pages_lost)
+      if [ "$fo" -le 0 ] || [ "$lost" -ne 0 ]; then
+        fail "$name" "pages_failed_over=$fo (> 0 expected) pages_lost=$lost"
+      else
+        echo "ok: $name: memnode $pref got SIG$sig after $after pages written; $fo pages failed over, output identical"
+      fi
+    fi
+  }
+  for v in pid_a pid_b; do [ -n "${!v:-}" ] && { kill -KILL "${!v}"; wait "${!v}"; } 2>/dev/null; done
+  unset pid_a pid_b
+done
+
+# 3. Three memnodes: the preferred one, p, is killed (the extra copies of
+# its pages are on p + 1); the pager makes the copies p held again on the
+# others; only then (its log says so) p + 1 is killed too: every page still
+# has a copy on p + 2, nothing is lost.
+if want rereplicate; then
+  mn_start a --pool 256M && mn_start b --pool 256M && mn_start c --pool 256M &&
+  start_job rereplicate "127.0.0.1:$port_a,127.0.0.1:$port_b,127.0.0.1:$port_c" &&
+  written_at_least rereplicate "$after" && {
+    pref=$(counter "$prog" preferred_node)
+    kill -KILL "$(node_pid "$pref")"
+    # the repair pass that ends with every page whole, after p was forgotten
+    while kill -0 "$run_pid" 2>/dev/null; do
+      sed -n "/memnode $pref failed: the other copies/,\$p" "$dir/rereplicate.err" |
+        grep -q "re-replicated: .* every page has its 2 copies" && break
+      sleep 0.1
+    done
+    kill -0 "$run_pid" 2>/dev/null || echo "note: rereplicate: the program ended before the copies were made again"
+    kill -KILL "$(node_pid $(((pref + 1) % 3)))"
+    if ended_identical rereplicate; then
+      rr=$(stat rereplicate pages_rereplicated); lost=$(stat rereplicate pages_lost)
+      if [ "$rr" -le 0 ] || [ "$lost" -ne 0 ]; then
+        fail rereplicate "pages_rereplicated=$rr (> 0 expected) pages_lost=$lost"
+      else
+        echo "ok: rereplicate: $rr copies made again after memnode $pref died, then $(((pref + 1) % 3)) died too; output identical"
+      fi
+    fi
+  }
+  for v in pid_a pid_b pid_c; do [ -n "${!v:-}" ] && { kill -KILL "${!v}"; wait "${!v}"; } 2>/dev/null; done
+fi
+finish
