@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# e2e_run_replicas: with replicas 2 a memnode SIGKILLed or SIGSTOPped mid-run loses no page (reads fail over, output identical); with three memnodes the lost copies are made again, so a second failure loses nothing either.
+# e2e_run_replicas: with replicas 2 a memnode SIGKILLed or SIGSTOPped mid-run loses no page (reads fail over, output identical); with three memnodes the lost copies are made again, so a second failure loses nothing either; with backup-dir the only memnode may die.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 . "$src/tests/progs/memnodes.sh"
-echo "e2e_run_replicas: replicas 2, one memnode killed / stopped mid-run, re-replication then a second failure"
+echo "e2e_run_replicas: replicas 2, one memnode killed / stopped mid-run, re-replication then a second failure; backup-dir with the only memnode killed"
 py=$(python3 -c 'import sys; print(sys.executable)') # the interpreter itself, not a wrapper script
 job=("$py" "$src/tests/progs/pybuild.py" 120000)
 native job "${job[@]}" || { fail native "pybuild.py fails natively"; finish; }
@@ -15,12 +15,13 @@ after=${COMEX_TEST_FAIL_AFTER:-10000}
 counter() {
   "$bin" stats "$1" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$2" 2>/dev/null || echo 0
 }
-# start_job NAME MEMNODES: the job under comex run with replicas 2, in the
-# background; sets run_pid and prog (the program's own pid, for its counters)
+# start_job NAME MEMNODES [comex options]: the job under comex run (default
+# replicas 2), in the background; sets run_pid and prog (the program's own
+# pid, for its counters)
 start_job() {
-  local name=$1 mns=$2 c=
+  local name=$1 mns=$2 c=; shift 2
   timeout -k 10 "$hang_guard" "$bin" run --local-mem "$lm" --memnode "$mns" --token-file "$dir/token" \
-    --replicas 2 --op-timeout 2s --stats-json "$dir/$name.json" -- "${job[@]}" >"$dir/$name.comex" 2>"$dir/$name.err" &
+    "${@:---replicas=2}" --op-timeout 2s --stats-json "$dir/$name.json" -- "${job[@]}" >"$dir/$name.comex" 2>"$dir/$name.err" &
   run_pid=$!; pids+=("$run_pid"); prog=
   for _ in $(seq 1 $((hang_guard * 10))); do # timeout -> comex run -> the program
     c=$(pgrep -P "$run_pid" | head -n 1); [ -n "$c" ] && prog=$(pgrep -P "$c" | head -n 1)
@@ -102,5 +103,32 @@ if want rereplicate; then
     fi
   }
   for v in pid_a pid_b pid_c; do [ -n "${!v:-}" ] && { kill -KILL "${!v}"; wait "${!v}"; } 2>/dev/null; done
+fi
+# 4. One memnode, replicas 1, backup-dir: it is killed mid-run; the pages
+# only it held are read back from the backup file.
+if want backup; then
+  mkdir -p "$dir/backup"
+  mn_start a --pool 256M &&
+  start_job backup "127.0.0.1:$port_a" --backup-dir "$dir/backup" && written_at_least backup "$after" && {
+    kill -KILL "$pid_a"
+    if ended_identical backup; then
+      br=$(stat backup pages_backup_read); bw=$(stat backup pages_backup_written)
+      if [ "$br" -le 0 ]; then
+        fail backup "pages_backup_read=$br (> 0 expected), pages_backup_written=$bw"
+      elif [ -n "$(ls -A "$dir/backup")" ]; then
+        fail backup "the backup file was left behind: $(ls "$dir/backup")"
+      else
+        echo "ok: backup: the only memnode killed after $after pages written; $br pages read back from the backup file ($bw written), output identical"
+      fi
+    fi
+  }
+  [ -n "${pid_a:-}" ] && { kill -KILL "$pid_a"; wait "$pid_a"; } 2>/dev/null
+  # a directory that does not exist is refused, naming it
+  rc=0; "$bin" run --local-mem 32M --backup-dir "$dir/nonexistent" -- true 2>"$dir/nodir.err" || rc=$?
+  if [ $rc -eq 0 ] || ! grep -q "backup-dir.*$dir/nonexistent" "$dir/nodir.err"; then
+    fail backup-nodir "exit $rc: $(grep comex: "$dir/nodir.err" | head -n 2)"
+  else
+    echo "ok: backup-nodir: $(grep -m1 "backup-dir" "$dir/nodir.err")"
+  fi
 fi
 finish

@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <pthread.h>
 
+#include "backup.h"
 #include "client.h"
 #include "cpuload.h"
 #include "log.h"
@@ -450,6 +451,8 @@ int fault_init(void)
 	return prefetch_create(P.c.prefetch, &P.pf);
 }
 
+static char lost_page[PAGE_SIZE] __attribute__((aligned(PAGE_SIZE)));
+
 static void fault_missing(uint64_t idx, bool write)
 {
 	uint64_t t0 = now_ns();
@@ -482,7 +485,11 @@ static void fault_missing(uint64_t idx, bool write)
 		STAT_ADD(P.c.stats, faults_remote, 1);
 		stats_remote_fault(P.c.stats, now_ns() - t0);
 		return;
-	case PTE_LOST:
+	case PTE_LOST: /* from the backup file, if it has the page (its memnode's copy is gone) */
+		if (backup_read(idx, lost_page)) {
+			install(idx, lost_page, false, 0, 0);
+			return;
+		}
 		pager_die("this page's only copy was on a memnode that failed", (uintptr_t)page_addr(idx), -EIO);
 	default: /* resident already (another thread's fault served it) */
 		uffd_wake(P.c.uffd, page_addr(idx), PAGE_SIZE);

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <sched.h>
 
+#include "backup.h"
 #include "client.h"
 #include "log.h"
 #include "pager_impl.h"
@@ -282,6 +283,7 @@ void migrate_forget(unsigned d)
 	lost = 0;
 	P.cursor[d].left = 0;
 	replica_forget(d, true);
+	backup_wait(P.wb_out[d]);
 	take_wbuf_home(d, P.wb[d]);
 	if (P.wb_out[d]) { /* write-behind: the write in flight died with d */
 		take_wbuf_home(d, P.wb_out[d]);
@@ -290,8 +292,12 @@ void migrate_forget(unsigned d)
 	pass(d, true);
 	if (lost) {
 		STAT_ADD(P.c.stats, pages_lost, lost);
-		log_error("memnode %u failed holding %llu pages that exist nowhere else: the program stops if it "
-			  "touches one", d, (unsigned long long)lost);
+		if (backup_on())
+			log_warn("memnode %u failed holding %llu pages that exist nowhere else but in the backup file: "
+				 "they are read from there when touched", d, (unsigned long long)lost);
+		else
+			log_error("memnode %u failed holding %llu pages that exist nowhere else: the program stops if "
+				  "it touches one", d, (unsigned long long)lost);
 	}
 	pager_unlock();
 }

@@ -27,6 +27,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "backup.h"
 #include "client.h"
 #include "evict.h"
 #include "foreign.h"
@@ -147,7 +148,8 @@ int pager_init(const struct pager_config *cfg)
 	if (cfg->async && (err = pagemap_open(&P.pmfd)))
 		return err;
 	if ((err = uffd_register(cfg->uffd, cfg->base, cfg->npages << PAGE_SHIFT, true)) ||
-	    (err = reclaim_init()) || (err = fault_init()) || (err = replica_init()))
+	    (err = reclaim_init()) || (err = fault_init()) || (err = replica_init()) ||
+	    (err = backup_init(cfg->backup_dir)))
 		return err;
 	adopt(0, cfg->heap_pages < ADOPT_SCAN ? cfg->heap_pages : ADOPT_SCAN);
 	cfg->stats->rbuf_bytes = rbuf_bytes(P.rb);

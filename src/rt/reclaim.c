@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "backup.h"
 #include "client.h"
 #include "evict.h"
 #include "log.h"
@@ -86,11 +87,12 @@ static void retire(unsigned node, struct wbuf *wb, int err)
 	const void *data;
 
 	wbuf_run(wb, &pfn, &count, &data);
-	if (P.c.replicas > 1)
+	backup_wait(wb); /* its pages stay here until the backup file has them */
+	if (P.c.replicas > 1 || backup_on())
 		replica_settle(node, wb, err);
 	else if (err)
 		write_failed(wb, err);
-	for (uint32_t i = 0; i < count && P.c.replicas == 1; i++) {
+	for (uint32_t i = 0; i < count && P.c.replicas == 1 && !backup_on(); i++) {
 		uint64_t idx;
 		bool cancelled;
 
@@ -135,6 +137,7 @@ static void flush(unsigned node)
 		return;
 	if (!P.wb_out[node]) {
 		replica_flush(node, wb);
+		backup_submit(wb);
 		retire(node, wb, client_write(P.c.client, node, pfn, count, data));
 		return;
 	}
@@ -142,11 +145,12 @@ static void flush(unsigned node)
 	P.wb[node] = P.wb_out[node];
 	P.wb_out[node] = wb;
 	if ((err = client_write_start(P.c.client, node, pfn, count, data, &P.wb_op[node]))) {
-		if (P.c.replicas == 1)
+		if (P.c.replicas == 1 && !backup_on())
 			write_failed(wb, err);
 		P.wb_op[node] = (struct tp_op){ .done = true, .status = err }; /* settle() sees it */
 	}
 	replica_flush(node, wb);
+	backup_submit(wb);
 	P.wb_busy[node] = true;
 }
 

@@ -16,6 +16,7 @@
 #include <sched.h>
 #include <string.h>
 
+#include "backup.h"
 #include "client.h"
 #include "log.h"
 #include "pager_impl.h"
@@ -277,11 +278,15 @@ static bool read_other(unsigned bad, uint64_t i, char *dst)
 
 int replica_failover(unsigned bad, uint64_t first, uint64_t step, uint32_t count, char *dst)
 {
-	if (!extra)
+	if (!extra && !backup_on())
 		return -EIO;
-	for (uint32_t k = 0; k < count; k++)
-		if (!read_other(bad, first + k * step, dst + ((size_t)k << PAGE_SHIFT)))
+	for (uint32_t k = 0; k < count; k++) {
+		uint64_t i = first + k * step;
+		char *p = dst + ((size_t)k << PAGE_SHIFT);
+
+		if (!(extra && read_other(bad, i, p)) && !backup_read(i, p))
 			return -EIO;
+	}
 	STAT_ADD(P.c.stats, pages_failed_over, count);
 	return 0;
 }
