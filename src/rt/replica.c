@@ -132,6 +132,8 @@ static void write_run(unsigned n0, struct wbuf *wb, uint32_t k, uint32_t slot, u
 	}
 	if (err)
 		run_failed(wb, k, slot, count);
+	else
+		STAT_ADD(P.c.stats, bytes_written, (uint64_t)count << PAGE_SHIFT);
 }
 
 void replica_flush(unsigned n0, struct wbuf *wb)
@@ -168,6 +170,8 @@ static void wait_ops(unsigned n0, struct wbuf *wb)
 
 		if (client_write_wait(P.c.client, o->node, &o->op))
 			run_failed(wb, o->k, o->slot, o->count);
+		else
+			STAT_ADD(P.c.stats, bytes_written, (uint64_t)o->count << PAGE_SHIFT);
 	}
 	nops[n0] = 0;
 }
