@@ -51,6 +51,29 @@ ended_identical() {
 # node_pid I: the pid of memnode number I (a, b, c in --memnode order)
 node_pid() { local v=pid_$(echo abc | cut -c$(($1 + 1))); echo "${!v}"; }
 
+# 0. No failure, replicas 2, frames not kept for written pages
+# (keep-frames false): every evicted page has one frame on each memnode and
+# every frame a page gives up is given up on both, so at the end the pager
+# holds exactly as many frames on one as on the other.
+if want frames; then
+  mn_start a --pool 256M && mn_start b --pool 256M && {
+    rc=0
+    under_comex frames "$lm" --memnode "127.0.0.1:$port_a,127.0.0.1:$port_b" --token-file "$dir/token" \
+      --replicas 2 --keep-frames false -- "${job[@]}" || rc=$?
+    held=$(python3 -c 'import json,sys; print(" ".join(str(m["frames_held"]) for m in json.load(open(sys.argv[1]))["memnodes"]))' \
+      "$dir/frames.json" 2>/dev/null)
+    if [ $rc -ne 0 ] || ! cmp -s "$dir/job.native" "$dir/frames.comex"; then
+      fail frames "exit $rc or output differs: $(grep -E '^comex: (error|warning)' "$dir/frames.err" | head -n 3)"
+    elif [ "$(echo $held | cut -d' ' -f1)" != "$(echo $held | cut -d' ' -f2)" ] || [ "$(echo $held | cut -d' ' -f1)" -le 0 ]; then
+      fail frames "frames held on the two memnodes at the end: $held (equal and > 0 expected)"
+    else
+      echo "ok: frames: replicas 2, output identical, $(echo $held | cut -d' ' -f1) frames held on each memnode at the end"
+    fi
+  }
+  for v in pid_a pid_b; do [ -n "${!v:-}" ] && { kill -KILL "${!v}"; wait "${!v}"; } 2>/dev/null; done
+  unset pid_a pid_b
+fi
+
 # 1-2. Two memnodes, replicas 2: the one that holds the first copies (the
 # program's preferred memnode, which reads go to) is SIGKILLed (the
 # connection drops) or SIGSTOPped (it hangs: noticed after op-timeout)
