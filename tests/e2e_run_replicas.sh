@@ -4,7 +4,7 @@
 . "$src/tests/progs/memnodes.sh"
 echo "e2e_run_replicas: replicas 2, one memnode killed / stopped mid-run, re-replication then a second failure; backup-dir with the only memnode killed"
 py=$(python3 -c 'import sys; print(sys.executable)') # the interpreter itself, not a wrapper script
-job=("$py" "$src/tests/progs/pybuild.py" 120000)
+job=("$py" "$src/tests/progs/pybuild.py" 80000)
 native job "${job[@]}" || { fail native "pybuild.py fails natively"; finish; }
 lm="$((peak_kib / 4))K" # 25 % of its native peak
 # Pages written before a memnode is made to fail: mid-run (the job writes
@@ -17,11 +17,14 @@ counter() {
 }
 # start_job NAME MEMNODES [comex options]: the job under comex run (default
 # replicas 2), in the background; sets run_pid and prog (the program's own
-# pid, for its counters)
+# pid, for its counters). op-timeout is the default 20 s (a killed memnode's
+# connection fails at once; only a hung one waits for it) unless OPT_TIMEOUT
+# says otherwise: on a loaded machine a healthy but starved memnode must not
+# be taken for a failed one.
 start_job() {
   local name=$1 mns=$2 c=; shift 2
   timeout -k 10 "$hang_guard" "$bin" run --local-mem "$lm" --memnode "$mns" --token-file "$dir/token" \
-    "${@:---replicas=2}" --op-timeout 2s --stats-json "$dir/$name.json" -- "${job[@]}" >"$dir/$name.comex" 2>"$dir/$name.err" &
+    "${@:---replicas=2}" --op-timeout "${OPT_TIMEOUT:-20s}" --stats-json "$dir/$name.json" -- "${job[@]}" >"$dir/$name.comex" 2>"$dir/$name.err" &
   run_pid=$!; pids+=("$run_pid"); prog=
   for _ in $(seq 1 $((hang_guard * 10))); do # timeout -> comex run -> the program
     c=$(pgrep -P "$run_pid" | head -n 1); [ -n "$c" ] && prog=$(pgrep -P "$c" | head -n 1)
@@ -77,12 +80,14 @@ fi
 # 1-2. Two memnodes, replicas 2: the one that holds the first copies (the
 # program's preferred memnode, which reads go to) is SIGKILLed (the
 # connection drops) or SIGSTOPped (it hangs: noticed after op-timeout)
-# while the program pages.
+# while the program pages. For SIGSTOP op-timeout is 5 s: the failover
+# waits that long once.
 for sig in KILL STOP; do
   name=$(echo "sig$sig" | tr 'A-Z' 'a-z')
   want "$name" || continue
   mn_start a --pool 256M && mn_start b --pool 256M &&
-  start_job "$name" "127.0.0.1:$port_a,127.0.0.1:$port_b" && written_at_least "$name" "$after" && {
+  OPT_TIMEOUT=$([ $sig = STOP ] && echo 5s || echo 20s) start_job "$name" "127.0.0.1:$port_a,127.0.0.1:$port_b" &&
+  written_at_least "$name" "$after" && {
     pref=$(counter "$prog" preferred_node)
     kill -"$sig" "$(node_pid "$pref")"
     if ended_identical "$name"; then
