@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_replicas: with replicas 2 a memnode SIGKILLed or SIGSTOPped mid-run loses no page (reads fail over, output identical); with three memnodes the lost copies are made again, so a second failure loses nothing either; with backup-dir the only memnode may die.
+# e2e_run_replicas: with replicas 2 a memnode SIGKILLed or SIGSTOPped mid-run loses no page (reads fail over, output identical); with three memnodes the lost copies are made again, so a second failure loses nothing either, and a drain moves no page; with backup-dir the only memnode may die.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 . "$src/tests/progs/memnodes.sh"
 echo "e2e_run_replicas: replicas 2, one memnode killed / stopped mid-run, re-replication then a second failure; backup-dir with the only memnode killed"
@@ -115,7 +115,7 @@ if want rereplicate; then
     kill -KILL "$(node_pid "$pref")"
     # the repair pass that ends with every page whole, after p was forgotten
     while kill -0 "$run_pid" 2>/dev/null; do
-      sed -n "/memnode $pref failed: the other copies/,\$p" "$dir/rereplicate.err" |
+      sed -n "/memnode $pref out of use (failed or drained): the other copies/,\$p" "$dir/rereplicate.err" |
         grep -q "re-replicated: .* every page has its 2 copies" && break
       sleep 0.1
     done
@@ -132,6 +132,30 @@ if want rereplicate; then
   }
   for v in pid_a pid_b pid_c; do [ -n "${!v:-}" ] && { kill -KILL "${!v}"; wait "${!v}"; } 2>/dev/null; done
 fi
+# 3b. Three memnodes, the preferred one drained ('comex drain') mid-run:
+# its first copies are replaced by the extra copies elsewhere (no page needs
+# to move), it exits after DONE holding none of our frames, copies are re-made.
+if want drain; then
+  mn_start a --pool 256M && mn_start b --pool 256M && mn_start c --pool 256M &&
+  start_job drain "127.0.0.1:$port_a,127.0.0.1:$port_b,127.0.0.1:$port_c" && written_at_least drain "$after" && {
+    pref=$(counter "$prog" preferred_node); pn=$(echo abc | cut -c$((pref + 1))); pp=port_$pn
+    "$bin" drain --token-file "$dir/token" "127.0.0.1:${!pp}" >"$dir/drain.out" 2>&1 ||
+      fail drain "comex drain: $(cat "$dir/drain.out")"
+    if drained "$pn" "$(node_pid "$pref")" && ended_identical drain; then
+      dr=$(stat drain memnodes_drained); lost=$(stat drain pages_lost)
+      held=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["memnodes"][int(sys.argv[2])]["frames_held"])' \
+        "$dir/drain.json" "$pref")
+      if [ "$dr" -ne 1 ] || [ "$lost" -ne 0 ] || [ "$held" -ne 0 ]; then
+        fail drain "memnodes_drained=$dr pages_lost=$lost frames still held on the drained memnode=$held"
+      else
+        echo "ok: drain: memnode $pref drained mid-run with replicas 2 ($(stat drain pages_rereplicated) copies re-made), output identical"
+      fi
+    fi
+  }
+  for v in pid_a pid_b pid_c; do [ -n "${!v:-}" ] && { kill -KILL "${!v}"; wait "${!v}"; } 2>/dev/null; done
+  unset pid_a pid_b pid_c
+fi
+
 # 4. One memnode, replicas 1, backup-dir: it is killed mid-run; the pages
 # only it held are read back from the backup file.
 if want backup; then

@@ -333,8 +333,8 @@ void replica_forget(unsigned d, bool failed)
 		reclaim_flush_all();
 		return;
 	}
-	log_info("memnode %u failed: the other copies of its pages take their place, and copies are made again "
-		 "on the other memnodes where there is room", d);
+	log_info("memnode %u out of use (failed or drained): the other copies of its pages take their place, and "
+		 "copies are made again on the other memnodes where there is room", d);
 	/* d's own buffers come home (migrate.c): their extra copies are given up,
 	 * once the writes in flight from them are over */
 	wait_ops(d, P.wb_out[d] ? P.wb_out[d] : P.wb[d]);
