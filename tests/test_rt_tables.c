@@ -84,7 +84,7 @@ static void test_wbuf(void)
 	uint64_t idx;
 	bool cancelled;
 
-	CHECK(wbuf_create(8, 4, &wb) == 0);
+	CHECK(wbuf_create(8, 4, 0, &wb) == 0);
 	CHECK(!wbuf_must_flush_before(wb, 100));
 	for (uint32_t i = 0; i < 3; i++)
 		memset(wbuf_add(wb, 10 + i, 100 + i), (int)i + 1, 4096);

@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <pthread.h>
 
+#include "backup.h"
 #include "client.h"
 #include "cpuload.h"
 #include "forkchild.h"
@@ -21,6 +22,7 @@
 #include "prefetch.h"
 #include "rtmem.h"
 #include "rbuf.h"
+#include "replica.h"
 #include "uffd.h"
 #include "wbuf.h"
 
@@ -153,22 +155,28 @@ static void run_bounds(uint64_t idx, uint64_t *lo_out, uint64_t *hi_out)
 	*hi_out = hi;
 }
 
-/* Every page that comes back is checked against the hash taken when it left. */
-static void check_sum(uint64_t i, const char *copy)
+/* Every page that comes back is checked against the hash taken when it
+ * left; a changed one is read again from another copy, if it has one. */
+static void check_sum(uint64_t i, char *copy)
 {
 	if (pagesum_eq(pagesum_of(copy), P.sum[i]))
 		return;
 	STAT_ADD(P.c.stats, pages_corrupt, 1);
+	if (!replica_failover(pte_node(P.pt[i]), i, 1, 1, copy))
+		return;
 	pager_die("a page came back from its memnode changed (checksum mismatch)", (uintptr_t)page_addr(i), -EIO);
 }
 
-/* One read of count frames from pfn on node into dst, counted; a failure
- * stops the program naming page idx, whose only copy that was. */
-static void remote_read(unsigned node, uint32_t pfn, uint32_t count, void *dst, uint64_t idx)
+/* One read of count frames from pfn on node into dst, for pages idx,
+ * idx + step, ...; when it fails they are read from their other copies,
+ * else the program stops naming page idx, whose only copy that was. */
+static void remote_read(unsigned node, uint32_t pfn, uint32_t count, void *dst, uint64_t idx, uint64_t step)
 {
 	uint64_t t0 = now_ns();
 	int err = client_read(P.c.client, node, pfn, count, dst);
 
+	if (err)
+		err = replica_failover(node, idx, step, count, dst);
 	STAT_ADD(P.c.stats, ns_read, now_ns() - t0);
 	if (err)
 		pager_die("a memnode failed while reading back a page that exists nowhere else",
@@ -184,7 +192,7 @@ static char *fetch(uint64_t idx, uint64_t lo, uint64_t hi)
 	char *slot = rbuf_slot(P.rb, idx);
 
 	remote_read(pte_node(P.pt[idx]), pte_pfn(P.pt[lo]), (uint32_t)(hi - lo), slot + ((lo - wlo) << PAGE_SHIFT),
-		    idx);
+		    lo, 1);
 	for (uint64_t i = lo; i < hi; i++) {
 		check_sum(i, slot + ((i - wlo) << PAGE_SHIFT));
 		rbuf_mark(P.rb, i);
@@ -364,7 +372,7 @@ static void read_runs(const struct run *runs, unsigned n, unsigned node)
 {
 	for (unsigned r = 0; r < n; r++)
 		remote_read(node, runs[r].pfn, (uint32_t)((runs[r].b - runs[r].a) / step + 1), landed(runs[r].a),
-			    runs[r].a);
+			    runs[r].a, step);
 }
 
 /* Reads the plan's pages, without the pager lock when this is the only
@@ -493,6 +501,8 @@ int fault_init(void)
 	return prefetch_create(P.c.prefetch, &P.pf);
 }
 
+static char lost_page[PAGE_SIZE] __attribute__((aligned(PAGE_SIZE)));
+
 static void fault_missing(uint64_t idx, bool write)
 {
 	uint64_t t0 = now_ns();
@@ -525,7 +535,11 @@ static void fault_missing(uint64_t idx, bool write)
 		STAT_ADD(P.c.stats, faults_remote, 1);
 		stats_remote_fault(P.c.stats, now_ns() - t0);
 		return;
-	case PTE_LOST:
+	case PTE_LOST: /* from the backup file, if it has the page (its memnode's copy is gone) */
+		if (backup_read(idx, lost_page)) {
+			install(idx, lost_page, false, 0, 0);
+			return;
+		}
 		pager_die("this page's only copy was on a memnode that failed", (uintptr_t)page_addr(idx), -EIO);
 	default: /* resident already (another thread's fault served it) */
 		uffd_wake(P.c.uffd, page_addr(idx), PAGE_SIZE);
@@ -549,6 +563,7 @@ static void fault_wp(uint64_t idx)
 	} else {
 		pager_release_frame(pte_node(e), pte_pfn(e));
 	}
+	replica_drop(idx);
 	P.pt[idx] = pte_set_state(e, PTE_DIRTY) | PTE_REF;
 	err = uffd_wp(P.c.uffd, page_addr(idx), PAGE_SIZE, 0);
 	if (err)

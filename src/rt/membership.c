@@ -21,6 +21,7 @@
 #include "migrate.h"
 #include "options.h"
 #include "pager_impl.h"
+#include "replica.h"
 
 #define TICK_NS 50000000ull           /* 50 ms: EVICT and failures noticed within this when idle */
 #define BACKOFF_MIN_NS 100000000ull   /* first retry of a reconnection after 100 ms ... */
@@ -152,6 +153,7 @@ void *pager_membership(void *arg)
 			rejoin(d, h.out & (1ull << d), now);
 		}
 		watch_config();
+		replica_repair(h.out | h.evicting);
 		nanosleep(&tick, NULL);
 	}
 	return NULL;

@@ -20,10 +20,12 @@
 #include <errno.h>
 #include <sched.h>
 
+#include "backup.h"
 #include "client.h"
 #include "log.h"
 #include "pager_impl.h"
 #include "placement.h"
+#include "replica.h"
 #include "rtmem.h"
 #include "uffd.h"
 #include "wbuf.h"
@@ -164,8 +166,11 @@ static uint64_t clear_slice(uint64_t lo, uint64_t hi, unsigned d, bool failed)
 	uint64_t found = 0;
 
 	for (uint64_t i = lo; i < hi; i++) {
-		pte_t e = P.pt[i];
+		pte_t e;
 
+		if (replica_unref(i, d, failed)) /* extra copies there dropped, or one took the first's place */
+			found++;
+		e = P.pt[i];
 		if (!on_node(e, d))
 			continue;
 		found++;
@@ -234,6 +239,7 @@ void migrate_off(unsigned d)
 	if (P.cursor[d].left) /* the open run of frames there */
 		client_release(P.c.client, d, P.cursor[d].pfn, P.cursor[d].left);
 	P.cursor[d].left = 0;
+	replica_forget(d, false);
 	do
 		found = pass(d, false);
 	while (found);
@@ -276,6 +282,8 @@ void migrate_forget(unsigned d)
 	pager_lock("moving pages off a memnode");
 	lost = 0;
 	P.cursor[d].left = 0;
+	replica_forget(d, true);
+	backup_wait(P.wb_out[d]);
 	take_wbuf_home(d, P.wb[d]);
 	if (P.wb_out[d]) { /* write-behind: the write in flight died with d */
 		take_wbuf_home(d, P.wb_out[d]);
@@ -284,8 +292,12 @@ void migrate_forget(unsigned d)
 	pass(d, true);
 	if (lost) {
 		STAT_ADD(P.c.stats, pages_lost, lost);
-		log_error("memnode %u failed holding %llu pages that exist nowhere else: the program stops if it "
-			  "touches one", d, (unsigned long long)lost);
+		if (backup_on())
+			log_warn("memnode %u failed holding %llu pages that exist nowhere else but in the backup file: "
+				 "they are read from there when touched", d, (unsigned long long)lost);
+		else
+			log_error("memnode %u failed holding %llu pages that exist nowhere else: the program stops if "
+				  "it touches one", d, (unsigned long long)lost);
 	}
 	pager_unlock();
 }

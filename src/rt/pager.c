@@ -32,6 +32,7 @@
 #define MADV_POPULATE_READ 22
 #endif
 
+#include "backup.h"
 #include "client.h"
 #include "evict.h"
 #include "foreign.h"
@@ -42,6 +43,7 @@
 #include "placement.h"
 #include "ranges.h"
 #include "rbuf.h"
+#include "replica.h"
 #include "rtmem.h"
 #include "uffd.h"
 #include "wbuf.h"
@@ -81,6 +83,8 @@ void pager_became_resident(uint64_t idx, unsigned state, unsigned node, uint32_t
 
 	e = (e & ~((PTE_GEN_MASK << PTE_GEN_SHIFT) | PTE_REF)) | ((pte_t)gen << PTE_GEN_SHIFT);
 	P.pt[idx] = pte_make(e, state, node, pfn);
+	if (state == PTE_DIRTY) /* written, or about to be: no extra copy stays valid */
+		replica_drop(idx);
 	evict_push(P.ev, P.pt, idx, gen);
 	pager_set_resident(1);
 	if (in_heap(idx) && idx >= P.heap_hi)
@@ -146,6 +150,7 @@ int pager_init(const struct pager_config *cfg)
 	P.preferred = placement_preferred(placement_local_nid(), (uint32_t)getpid(), P.nnodes);
 	P.cur = P.preferred;
 	P.rng = now_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15ull;
+	cfg->stats->preferred_node = P.preferred; /* where first copies go while it has room */
 	P.memfd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
 	if (P.memfd < 0) {
 		log_error("cannot open /proc/self/mem to copy pages out: %m");
@@ -155,7 +160,8 @@ int pager_init(const struct pager_config *cfg)
 	if (cfg->async && (err = pagemap_open(&P.pmfd)))
 		return err;
 	if ((err = uffd_register(cfg->uffd, cfg->base, cfg->npages << PAGE_SHIFT, true)) ||
-	    (err = reclaim_init()) || (err = fault_init()))
+	    (err = reclaim_init()) || (err = fault_init()) || (err = replica_init()) ||
+	    (err = backup_init(cfg->backup_dir)))
 		return err;
 	adopt(0, cfg->heap_pages < ADOPT_SCAN ? cfg->heap_pages : ADOPT_SCAN);
 	cfg->stats->rbuf_bytes = rbuf_bytes(P.rb);
@@ -193,6 +199,7 @@ void pager_forget_entries(uint64_t lo, uint64_t hi, unsigned to)
 			/* fall through */
 		case PTE_REMOTE:
 			pager_release_frame(pte_node(e), pte_pfn(e));
+			replica_drop(i);
 			rbuf_drop(P.rb, i);
 			break;
 		case PTE_DIRTY:
@@ -371,6 +378,7 @@ static int move_pages(uint64_t from, uint64_t to, uint64_t n)
 				pager_became_resident(to + i, s, pte_node(e), pte_pfn(e));
 				P.sum[to + i] = P.sum[from + i];
 				P.pt[to + i] |= e & PTE_KEEP; /* the frame moves with the page */
+				replica_move(from + i, to + i);
 				pager_set_resident(-1);
 			} else {
 				memcpy(page_addr(to + i), page_addr(from + i), PAGE_SIZE);
@@ -380,6 +388,7 @@ static int move_pages(uint64_t from, uint64_t to, uint64_t n)
 			rbuf_drop(P.rb, from + i);
 			P.sum[to + i] = P.sum[from + i];
 			P.pt[to + i] = pte_make(P.pt[to + i], PTE_REMOTE, pte_node(e), pte_pfn(e));
+			replica_move(from + i, to + i);
 		} else if (s == PTE_LOST) { /* still lost where it goes: never zero in silence */
 			P.pt[to + i] = pte_set_state(P.pt[to + i], PTE_LOST);
 		} else {

@@ -27,6 +27,8 @@ struct pager_config {
 	bool reclaimer;           /* evict on the reclaimer thread between watermarks */
 	bool lazy_fork;           /* uffd has UFFD_EVENT_FORK: children served from a snapshot */
 	unsigned placement;       /* enum placement_policy: which memnode an evicted page goes to */
+	unsigned replicas;        /* copies of every evicted page on distinct memnodes (1-3) */
+	const char *backup_dir;   /* evicted pages also go to a file there ("": no backup) */
 	uint64_t spin_ns;
 	uint64_t wedge_after;     /* test hook: stop serving after this many faults (0: never) */
 	bool wedge_drop;          /* ... by reading faults and never answering them (else by hanging in one) */

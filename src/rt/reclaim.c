@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "backup.h"
 #include "client.h"
 #include "evict.h"
 #include "forkchild.h"
@@ -26,6 +27,7 @@
 #include "pagemap.h"
 #include "pager_impl.h"
 #include "placement.h"
+#include "replica.h"
 #include "rtmem.h"
 #include "transport.h"
 #include "uffd.h"
@@ -96,15 +98,31 @@ static int take_frame(unsigned *node_out, uint32_t *pfn_out)
 	return -ENOSPC;
 }
 
-/* The pages of a write the memnode confirmed become remote; cancelled ones
- * (faulted back or discarded meanwhile) give their frame back. */
-static void retire(unsigned node, struct wbuf *wb)
+/* The write of wb's pages failed: they exist nowhere else. */
+static void write_failed(const struct wbuf *wb, int err)
 {
 	uint32_t pfn, count;
 	const void *data;
 
 	wbuf_run(wb, &pfn, &count, &data);
-	for (uint32_t i = 0; i < count; i++) {
+	pager_die("a memnode failed while taking evicted pages that exist nowhere else", (uintptr_t)data, err);
+}
+
+/* The pages of a write the memnode confirmed (err 0) become remote;
+ * cancelled ones (faulted back or discarded meanwhile) give their frame
+ * back. With replicas, replica.c decides per page from all its copies. */
+static void retire(unsigned node, struct wbuf *wb, int err)
+{
+	uint32_t pfn, count;
+	const void *data;
+
+	wbuf_run(wb, &pfn, &count, &data);
+	backup_wait(wb); /* its pages stay here until the backup file has them */
+	if (P.c.replicas > 1 || backup_on())
+		replica_settle(node, wb, err);
+	else if (err)
+		write_failed(wb, err);
+	for (uint32_t i = 0; i < count && P.c.replicas == 1 && !backup_on(); i++) {
 		uint64_t idx;
 		bool cancelled;
 
@@ -120,16 +138,6 @@ static void retire(unsigned node, struct wbuf *wb)
 	STAT_ADD(P.c.stats, remote_writes, 1);
 }
 
-/* The write of wb's pages failed: they exist nowhere else. */
-static void write_failed(const struct wbuf *wb, int err)
-{
-	uint32_t pfn, count;
-	const void *data;
-
-	wbuf_run(wb, &pfn, &count, &data);
-	pager_die("a memnode failed while taking evicted pages that exist nowhere else", (uintptr_t)data, err);
-}
-
 /* Waits for node's write in flight, if any, and retires its pages. */
 static void settle(unsigned node)
 {
@@ -138,10 +146,8 @@ static void settle(unsigned node)
 	if (!P.wb_busy[node])
 		return;
 	err = client_write_wait(P.c.client, node, &P.wb_op[node]);
-	if (err)
-		write_failed(P.wb_out[node], err);
 	P.wb_busy[node] = false;
-	retire(node, P.wb_out[node]);
+	retire(node, P.wb_out[node], err);
 }
 
 /* Write-back overlaps eviction (issue 9 item 3): a node's full buffer goes
@@ -160,16 +166,21 @@ static void flush(unsigned node)
 	if (!count)
 		return;
 	if (!P.wb_out[node]) {
-		if ((err = client_write(P.c.client, node, pfn, count, data)))
-			write_failed(wb, err);
-		retire(node, wb);
+		replica_flush(node, wb);
+		backup_submit(wb);
+		retire(node, wb, client_write(P.c.client, node, pfn, count, data));
 		return;
 	}
 	settle(node);
 	P.wb[node] = P.wb_out[node];
 	P.wb_out[node] = wb;
-	if ((err = client_write_start(P.c.client, node, pfn, count, data, &P.wb_op[node])))
-		write_failed(wb, err);
+	if ((err = client_write_start(P.c.client, node, pfn, count, data, &P.wb_op[node]))) {
+		if (P.c.replicas == 1 && !backup_on())
+			write_failed(wb, err);
+		P.wb_op[node] = (struct tp_op){ .done = true, .status = err }; /* settle() sees it */
+	}
+	replica_flush(node, wb);
+	backup_submit(wb);
 	P.wb_busy[node] = true;
 }
 
@@ -186,10 +197,11 @@ void reclaim_flush_all(void)
 int reclaim_add_node(unsigned node)
 {
 	bool two = P.c.write_behind && P.c.wbuf_pages >= 2;
-	int err = wbuf_create(two ? P.c.wbuf_pages / 2 : P.c.wbuf_pages, P.c.flush_run, &P.wb[node]);
+	uint32_t aux = P.c.replicas - 1; /* extra copies' locations (replica.c) */
+	int err = wbuf_create(two ? P.c.wbuf_pages / 2 : P.c.wbuf_pages, P.c.flush_run, aux, &P.wb[node]);
 
 	if (!err && two)
-		err = wbuf_create(P.c.wbuf_pages / 2, P.c.flush_run, &P.wb_out[node]);
+		err = wbuf_create(P.c.wbuf_pages / 2, P.c.flush_run, aux, &P.wb_out[node]);
 	return err;
 }
 
@@ -265,6 +277,7 @@ static bool evict_dirty(uint64_t idx, const char *src)
 	if (wbuf_must_flush_before(P.wb[node], pfn))
 		flush(node);
 	memcpy(wbuf_add(P.wb[node], idx, pfn), src, PAGE_SIZE);
+	replica_place(node, P.wb[node]);
 	P.sum[idx] = pagesum_of(src);
 	P.pt[idx] = pte_make(P.pt[idx], PTE_WBUF, node, pfn);
 	if (wbuf_ready(P.wb[node]))
@@ -431,6 +444,7 @@ static bool evict_parked(uint64_t idx, uint8_t st, const char *src)
 			STAT_ADD(P.c.stats, pages_dropped_clean, 1);
 			return true;
 		}
+		replica_drop(idx);
 		if (P.c.keep_frames) {
 			P.pt[idx] = pte_set_state(e, PTE_DIRTY) | PTE_KEEP;
 		} else {

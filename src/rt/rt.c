@@ -1,4 +1,5 @@
 /* rt: configuration, region reservation, start-up order and the watchdog. */
+#include "backup.h"
 #include "rt.h"
 
 #include <errno.h>
@@ -192,6 +193,8 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 		.write_behind = opt_num(&opts, OPT_WRITE_BEHIND),
 		.reclaimer = opt_num(&opts, OPT_RECLAIMER),
 		.lazy_fork = opt_num(&opts, OPT_LAZY_FORK),
+		.replicas = (unsigned)opt_num(&opts, OPT_REPLICAS),
+		.backup_dir = opt_str(&opts, OPT_BACKUP_DIR),
 		.spin_ns = opt_num(&opts, OPT_HANDLER_SPIN),
 		.wedge_after = wedge ? strtoull(wedge, NULL, 10) : drop ? strtoull(drop, NULL, 10) : 0,
 		.wedge_drop = !wedge && drop,
@@ -220,6 +223,11 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 	}
 	if (!pc->evict_batch || pc->evict_batch > 256 || !pc->wbuf_pages || !pc->flush_run) {
 		log_error("options evict-batch (1-256), wbuf-pages and flush-run must be positive");
+		return -EINVAL;
+	}
+	if (pc->replicas < 1 || pc->replicas > 3 || pc->replicas > client_nodes(cl)) {
+		log_error("option replicas: %u copies of every page; it must be 1-3 and at most the number of memnodes (%u)",
+			  pc->replicas, client_nodes(cl));
 		return -EINVAL;
 	}
 	return budget(client_nodes(cl), pc);
@@ -301,6 +309,8 @@ __attribute__((constructor(101))) static void rt_init(void)
 		start_thread(reclaimer_main, NULL, "comex-reclaim");
 	start_thread(watchdog_main, NULL, "comex-watchdog");
 	start_thread(membership_main, NULL, "comex-members");
+	if (backup_on())
+		start_thread(backup_writer, NULL, "comex-backup");
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	__atomic_store_n(&rt_mode, RT_MANAGED, __ATOMIC_RELEASE); /* mmap family managed from now on */
 	log_debug("managing %p-%p, budget %llu pages", (void *)rt_heap_lo, (void *)rt_region_hi,

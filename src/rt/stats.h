@@ -24,7 +24,8 @@
 	X(rbuf_bytes) X(wbuf_bytes) X(budget_overshoots) \
 	X(outside_rss_bytes) X(managed_bytes) \
 	X(memnodes_drained) X(pages_migrated) X(pages_migrated_home) X(pages_lost) X(memnodes_rejoined) \
-	X(forks_lazy) X(forks_lazy_ended) X(pages_child_served)
+	X(forks_lazy) X(forks_lazy_ended) X(pages_child_served) \
+	X(pages_failed_over) X(pages_rereplicated) X(pages_backup_written) X(pages_backup_read) X(preferred_node)
 
 struct stats {
 	uint64_t magic;

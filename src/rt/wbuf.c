@@ -9,12 +9,13 @@
 #define CANCELLED (1ull << 63)
 
 struct wbuf {
-	uint32_t cap, flush_run, n, first_pfn;
+	uint32_t cap, flush_run, n, first_pfn, naux;
 	uint64_t *idx;     /* page index | CANCELLED */
+	uint64_t *aux;     /* naux words per page, or NULL */
 	char *data;
 };
 
-int wbuf_create(uint32_t pages, uint32_t flush_run, struct wbuf **out)
+int wbuf_create(uint32_t pages, uint32_t flush_run, uint32_t aux, struct wbuf **out)
 {
 	struct wbuf *wb;
 
@@ -27,7 +28,9 @@ int wbuf_create(uint32_t pages, uint32_t flush_run, struct wbuf **out)
 	wb->flush_run = flush_run < pages ? flush_run : pages;
 	wb->idx = rt_alloc(pages * sizeof(uint64_t));
 	wb->data = rt_alloc((uint64_t)pages * PAGE_SIZE);
-	if (!wb->idx || !wb->data) {
+	wb->naux = aux;
+	wb->aux = aux ? rt_alloc((size_t)pages * aux * sizeof(uint64_t)) : NULL;
+	if (!wb->idx || !wb->data || (aux && !wb->aux)) {
 		wbuf_destroy(wb);
 		return -ENOMEM;
 	}
@@ -41,6 +44,7 @@ void wbuf_destroy(struct wbuf *wb)
 		return;
 	rt_free(wb->idx, wb->cap * sizeof(uint64_t));
 	rt_free(wb->data, (uint64_t)wb->cap * PAGE_SIZE);
+	rt_free(wb->aux, (size_t)wb->cap * wb->naux * sizeof(uint64_t));
 	rt_free(wb, sizeof(*wb));
 }
 
@@ -54,6 +58,8 @@ void *wbuf_add(struct wbuf *wb, uint64_t idx, uint32_t pfn)
 	if (!wb->n)
 		wb->first_pfn = pfn;
 	wb->idx[wb->n] = idx;
+	for (uint32_t k = 0; k < wb->naux; k++)
+		wb->aux[(size_t)wb->n * wb->naux + k] = 0;
 	return wb->data + (uint64_t)wb->n++ * PAGE_SIZE;
 }
 
@@ -90,4 +96,9 @@ void wbuf_entry(const struct wbuf *wb, uint32_t i, uint64_t *idx, bool *cancelle
 void wbuf_clear(struct wbuf *wb)
 {
 	wb->n = 0;
+}
+
+uint64_t *wbuf_aux(struct wbuf *wb, uint32_t i)
+{
+	return wb->aux + (size_t)i * wb->naux;
 }

@@ -11,7 +11,8 @@
 
 struct wbuf;
 
-int wbuf_create(uint32_t pages, uint32_t flush_run, struct wbuf **out);
+/* aux: words kept per page for the caller (replica.c's extra copies), 0-2. */
+int wbuf_create(uint32_t pages, uint32_t flush_run, uint32_t aux, struct wbuf **out);
 void wbuf_destroy(struct wbuf *wb);
 /* True when adding a page for frame pfn requires flushing first. */
 bool wbuf_must_flush_before(const struct wbuf *wb, uint32_t pfn);
@@ -28,5 +29,7 @@ void wbuf_run(const struct wbuf *wb, uint32_t *pfn, uint32_t *count, const void 
 /* Page i of the run: its index and whether it was cancelled. */
 void wbuf_entry(const struct wbuf *wb, uint32_t i, uint64_t *idx, bool *cancelled);
 void wbuf_clear(struct wbuf *wb);
+/* Page i's aux words (zeroed by wbuf_add). */
+uint64_t *wbuf_aux(struct wbuf *wb, uint32_t i);
 
 #endif

@@ -1,0 +1,489 @@
+/* replica: a copy's location is one word, LOC_VALID | node << 32 | pfn.
+ * Extra copies of a page in the write buffer of its primary node n0 are
+ * written when that buffer is (replica_flush), from the same data, in runs
+ * of consecutive frames: their frames come from one cursor per (n0, target)
+ * pair, so the copies of consecutive slots sit in consecutive frames. The
+ * primary and the extra writes are in flight together; the page leaves
+ * PTE_WBUF only when all have been answered (replica_settle).
+ *
+ * A page has fewer copies than replicas when a memnode failed, left, had
+ * no room or refused a write: `degraded` is set and the membership thread
+ * makes new copies (replica_repair), one page at a time under the pager
+ * lock, yielding to faults, as migrate.c moves pages. */
+#include "replica.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+
+#include "backup.h"
+#include "client.h"
+#include "log.h"
+#include "pager_impl.h"
+#include "placement.h"
+#include "rtmem.h"
+#include "transport.h"
+#include "uffd.h"
+#include "wbuf.h"
+
+#define LOC_VALID (1ull << 63)
+#define EXTRA_MAX 2          /* replicas is at most 3 */
+#define OPS 16               /* extra-copy writes in flight per buffer; more go synchronously */
+#define REPAIR_BATCH 32      /* pages re-replicated per hold of the pager lock */
+#define REPAIR_RETRY_NS 1000000000ull /* a repair that found no room is tried again after 1 s */
+
+static unsigned extra;       /* replicas - 1 */
+static uint64_t *tab;        /* extra words per page of the region */
+static struct { uint32_t pfn, left; } cur[MAX_NODES][MAX_NODES]; /* [primary][target] */
+static struct sec_op { struct tp_op op; unsigned node; uint32_t slot, count, k; } ops[MAX_NODES][OPS];
+static unsigned nops[MAX_NODES];
+static bool degraded;        /* some page may have fewer copies than replicas (atomic) */
+static char *repair_buf;     /* one page on its way to a new copy */
+
+static uint64_t loc(unsigned node, uint32_t pfn) { return LOC_VALID | (uint64_t)node << 32 | pfn; }
+static unsigned loc_node(uint64_t l) { return (unsigned)(l >> 32) & 0xff; }
+static uint32_t loc_pfn(uint64_t l) { return (uint32_t)l; }
+static uint64_t *copies(uint64_t idx) { return tab + idx * extra; }
+static void set_degraded(void) { __atomic_store_n(&degraded, true, __ATOMIC_RELAXED); }
+
+int replica_init(void)
+{
+	extra = P.c.replicas > 1 ? P.c.replicas - 1 : 0;
+	if (!extra)
+		return 0;
+	tab = rt_alloc(P.c.npages * extra * sizeof(uint64_t));
+	repair_buf = rt_alloc(PAGE_SIZE);
+	return tab && repair_buf ? 0 : -ENOMEM;
+}
+
+/* One frame on t for a copy of a page whose first copy is on n0. */
+static int take(unsigned n0, unsigned t, uint32_t *pfn_out)
+{
+	uint32_t pfn, count;
+
+	if (!cur[n0][t].left) {
+		if (client_alloc(P.c.client, t, P.c.flush_run, &pfn, &count))
+			return -ENOSPC;
+		cur[n0][t].pfn = pfn;
+		cur[n0][t].left = count;
+	}
+	*pfn_out = cur[n0][t].pfn++;
+	cur[n0][t].left--;
+	STAT_ADD(P.c.stats, frames_held[t], 1);
+	return 0;
+}
+
+void replica_place(unsigned n0, struct wbuf *wb)
+{
+	uint32_t pfn0, count;
+	const void *data;
+	uint64_t *aux;
+	unsigned k = 0;
+
+	if (!extra)
+		return;
+	wbuf_run(wb, &pfn0, &count, &data);
+	aux = wbuf_aux(wb, count - 1);
+
+	for (unsigned j = 1; j < P.nnodes && k < extra; j++) {
+		unsigned t = (n0 + j) % P.nnodes;
+		uint32_t pfn;
+
+		if (!take(n0, t, &pfn))
+			aux[k++] = loc(t, pfn);
+	}
+	if (k < extra)
+		set_degraded();
+}
+
+/* The writes of copies k of slots [slot, +count) failed: their frames go back. */
+static void run_failed(struct wbuf *wb, uint32_t k, uint32_t slot, uint32_t count)
+{
+	for (uint32_t i = slot; i < slot + count; i++) {
+		uint64_t *a = &wbuf_aux(wb, i)[k];
+
+		if (*a & LOC_VALID)
+			pager_release_frame(loc_node(*a), loc_pfn(*a));
+		*a = 0;
+	}
+	set_degraded();
+}
+
+static void write_run(unsigned n0, struct wbuf *wb, uint32_t k, uint32_t slot, uint32_t count, const char *data)
+{
+	uint64_t a = wbuf_aux(wb, slot)[k];
+	const char *src = data + ((size_t)slot << PAGE_SHIFT);
+	int err;
+
+	if (nops[n0] < OPS) {
+		struct sec_op *o = &ops[n0][nops[n0]];
+
+		err = client_write_start(P.c.client, loc_node(a), loc_pfn(a), count, src, &o->op);
+		if (!err) {
+			o->node = loc_node(a);
+			o->slot = slot;
+			o->count = count;
+			o->k = k;
+			nops[n0]++;
+			return;
+		}
+	} else {
+		err = client_write(P.c.client, loc_node(a), loc_pfn(a), count, src);
+	}
+	if (err)
+		run_failed(wb, k, slot, count);
+	else
+		STAT_ADD(P.c.stats, bytes_written, (uint64_t)count << PAGE_SHIFT);
+}
+
+void replica_flush(unsigned n0, struct wbuf *wb)
+{
+	uint32_t pfn, count;
+	const void *data;
+
+	if (!extra)
+		return;
+	wbuf_run(wb, &pfn, &count, &data);
+	nops[n0] = 0;
+	for (uint32_t k = 0; k < extra; k++) {
+		for (uint32_t i = 0; i < count;) {
+			uint64_t a = wbuf_aux(wb, i)[k];
+			uint32_t m = 1;
+
+			if (!(a & LOC_VALID)) {
+				i++;
+				continue;
+			}
+			while (i + m < count && wbuf_aux(wb, i + m)[k] == a + m)
+				m++;
+			write_run(n0, wb, k, i, m, data);
+			i += m;
+		}
+	}
+}
+
+/* Waits for every extra-copy write of n0's buffer in flight. */
+static void wait_ops(unsigned n0, struct wbuf *wb)
+{
+	for (unsigned j = 0; j < nops[n0]; j++) {
+		struct sec_op *o = &ops[n0][j];
+
+		if (client_write_wait(P.c.client, o->node, &o->op))
+			run_failed(wb, o->k, o->slot, o->count);
+		else
+			STAT_ADD(P.c.stats, bytes_written, (uint64_t)o->count << PAGE_SHIFT);
+	}
+	nops[n0] = 0;
+}
+
+/* A page whose every copy failed to be written: back into the program. */
+static void come_home(uint64_t idx, const char *src)
+{
+	int err = uffd_copy(P.c.uffd, page_addr(idx), src, PAGE_SIZE, 0, NULL);
+
+	if (err)
+		pager_die("cannot map home a page no memnode took", (uintptr_t)page_addr(idx), err);
+	pager_became_resident(idx, PTE_DIRTY, 0, 0);
+}
+
+static void retire_slot(unsigned n0, uint32_t pfn, uint64_t idx, const uint64_t *aux, bool ok, const char *src)
+{
+	uint64_t l[EXTRA_MAX + 1];
+	unsigned n = 0;
+
+	if (ok)
+		l[n++] = loc(n0, pfn);
+	else
+		pager_release_frame(n0, pfn);
+	for (unsigned k = 0; k < extra; k++)
+		if (aux[k] & LOC_VALID)
+			l[n++] = aux[k];
+	if (!n) {
+		come_home(idx, src);
+		return;
+	}
+	P.pt[idx] = pte_make(P.pt[idx], PTE_REMOTE, loc_node(l[0]), loc_pfn(l[0]));
+	for (unsigned k = 0; k < extra; k++)
+		copies(idx)[k] = k + 1 < n ? l[k + 1] : 0;
+	if (n < P.c.replicas)
+		set_degraded();
+}
+
+void replica_settle(unsigned n0, struct wbuf *wb, int err)
+{
+	uint32_t pfn, count;
+	const void *data;
+
+	wait_ops(n0, wb);
+	wbuf_run(wb, &pfn, &count, &data);
+	for (uint32_t i = 0; i < count; i++) {
+		const uint64_t *aux = wbuf_aux(wb, i);
+		uint64_t idx;
+		bool cancelled;
+
+		wbuf_entry(wb, i, &idx, &cancelled);
+		if (!cancelled) {
+			retire_slot(n0, pfn + i, idx, aux, !err, (const char *)data + ((size_t)i << PAGE_SHIFT));
+			continue;
+		}
+		pager_release_frame(n0, pfn + i);
+		for (unsigned k = 0; k < extra; k++)
+			if (aux[k] & LOC_VALID)
+				pager_release_frame(loc_node(aux[k]), loc_pfn(aux[k]));
+	}
+}
+
+void replica_drop(uint64_t idx)
+{
+	if (!extra)
+		return;
+	for (unsigned k = 0; k < extra; k++) {
+		uint64_t a = copies(idx)[k];
+
+		if (a & LOC_VALID)
+			pager_release_frame(loc_node(a), loc_pfn(a));
+		copies(idx)[k] = 0;
+	}
+}
+
+void replica_move(uint64_t from, uint64_t to)
+{
+	if (!extra)
+		return;
+	memcpy(copies(to), copies(from), extra * sizeof(uint64_t));
+	memset(copies(from), 0, extra * sizeof(uint64_t));
+}
+
+/* Page i from one of its extra copies into dst, checked; false if none. */
+static bool read_copy(uint64_t i, char *dst)
+{
+	for (unsigned k = 0; k < extra; k++) {
+		uint64_t a = __atomic_load_n(&copies(i)[k], __ATOMIC_RELAXED);
+
+		if ((a & LOC_VALID) && !client_read(P.c.client, loc_node(a), loc_pfn(a), 1, dst) &&
+		    pagesum_eq(pagesum_of(dst), P.sum[i]))
+			return true;
+	}
+	return false;
+}
+
+/* Page i from a copy not on node bad: its first copy, if the membership
+ * thread has meanwhile put an extra one in the failed one's place (the read
+ * may have run without the pager lock), else an extra one. */
+static bool read_other(unsigned bad, uint64_t i, char *dst)
+{
+	pte_t e = __atomic_load_n(&P.pt[i], __ATOMIC_RELAXED);
+
+	if ((pte_state(e) == PTE_REMOTE || pte_state(e) == PTE_CLEAN) && pte_node(e) != bad &&
+	    !client_read(P.c.client, pte_node(e), pte_pfn(e), 1, dst) && pagesum_eq(pagesum_of(dst), P.sum[i]))
+		return true;
+	return read_copy(i, dst);
+}
+
+int replica_failover(unsigned bad, uint64_t first, uint64_t step, uint32_t count, char *dst)
+{
+	if (!extra && !backup_on())
+		return -EIO;
+	for (uint32_t k = 0; k < count; k++) {
+		uint64_t i = first + k * step;
+		char *p = dst + ((size_t)k << PAGE_SHIFT);
+
+		if (!(extra && read_other(bad, i, p)) && !backup_read(i, p))
+			return -EIO;
+	}
+	STAT_ADD(P.c.stats, pages_failed_over, count);
+	return 0;
+}
+
+/* The aux words of wb that name d are cleared; with release their frames
+ * go back (d is alive, or the copy is somewhere else). */
+static void clear_aux(struct wbuf *wb, unsigned d, bool all)
+{
+	uint32_t pfn, count;
+	const void *data;
+
+	if (!wb)
+		return;
+	wbuf_run(wb, &pfn, &count, &data);
+	for (uint32_t i = 0; i < count; i++)
+		for (unsigned k = 0; k < extra; k++) {
+			uint64_t *a = &wbuf_aux(wb, i)[k];
+
+			if (!(*a & LOC_VALID) || (!all && loc_node(*a) != d))
+				continue;
+			if (all)
+				pager_release_frame(loc_node(*a), loc_pfn(*a));
+			*a = 0;
+		}
+}
+
+void replica_forget(unsigned d, bool failed)
+{
+	if (!extra)
+		return;
+	set_degraded();
+	for (unsigned n = 0; n < P.nnodes; n++) {
+		if (cur[n][d].left && !failed)
+			client_release(P.c.client, d, cur[n][d].pfn, cur[n][d].left);
+		if (cur[d][n].left) /* frames on n for d's buffers: d takes no new pages */
+			client_release(P.c.client, n, cur[d][n].pfn, cur[d][n].left);
+		cur[n][d].left = cur[d][n].left = 0;
+	}
+	if (!failed) { /* leaving: every buffered copy there is written, then undone by replica_unref */
+		reclaim_flush_all();
+		return;
+	}
+	log_info("memnode %u out of use (failed or drained): the other copies of its pages take their place, and "
+		 "copies are made again on the other memnodes where there is room", d);
+	/* d's own buffers come home (migrate.c): their extra copies are given up,
+	 * once the writes in flight from them are over */
+	wait_ops(d, P.wb_out[d] ? P.wb_out[d] : P.wb[d]);
+	clear_aux(P.wb[d], d, true);
+	clear_aux(P.wb_out[d], d, true);
+	for (unsigned n = 0; n < P.nnodes; n++) {
+		if (n == d)
+			continue;
+		clear_aux(P.wb[n], d, false);
+		clear_aux(P.wb_out[n], d, false);
+	}
+}
+
+bool replica_unref(uint64_t i, unsigned d, bool failed)
+{
+	pte_t e = P.pt[i];
+	uint64_t *c, keep[EXTRA_MAX] = { 0 };
+	unsigned n = 0;
+	bool did = false;
+
+	if (!extra || (pte_state(e) != PTE_REMOTE && pte_state(e) != PTE_CLEAN))
+		return false;
+	c = copies(i);
+	for (unsigned k = 0; k < extra; k++) {
+		if (!(c[k] & LOC_VALID))
+			continue;
+		if (loc_node(c[k]) != d) {
+			keep[n++] = c[k];
+			continue;
+		}
+		if (!failed)
+			pager_release_frame(d, loc_pfn(c[k]));
+		did = true;
+	}
+	if (pte_node(e) == d && n) { /* its first copy is there: an extra one takes its place */
+		if (!failed)
+			pager_release_frame(d, pte_pfn(e));
+		P.pt[i] = pte_make(e, pte_state(e), loc_node(keep[0]), loc_pfn(keep[0]));
+		memmove(keep, keep + 1, (EXTRA_MAX - 1) * sizeof(keep[0]));
+		keep[EXTRA_MAX - 1] = 0;
+		if (failed) /* served from another copy from now on */
+			STAT_ADD(P.c.stats, pages_failed_over, 1);
+		did = true;
+	}
+	if (did) {
+		memcpy(c, keep, extra * sizeof(uint64_t));
+		set_degraded();
+	}
+	return did;
+}
+
+/* ---- re-replication ---- */
+
+static bool holds(uint64_t i, unsigned t)
+{
+	if (pte_node(P.pt[i]) == t)
+		return true;
+	for (unsigned k = 0; k < extra; k++)
+		if ((copies(i)[k] & LOC_VALID) && loc_node(copies(i)[k]) == t)
+			return true;
+	return false;
+}
+
+/* A frame for a new copy of page i on a usable memnode that holds none. */
+static bool new_frame(uint64_t i, uint64_t unusable, unsigned *t_out, uint32_t *pfn_out)
+{
+	for (unsigned a = 0; a < P.nnodes; a++) {
+		unsigned t = placement_choice(P.preferred, a, P.nnodes);
+		uint32_t got;
+
+		if ((unusable >> t & 1) || holds(i, t) || client_alloc(P.c.client, t, 1, pfn_out, &got))
+			continue;
+		STAT_ADD(P.c.stats, frames_held[t], 1);
+		*t_out = t;
+		return true;
+	}
+	return false;
+}
+
+/* Page i gets one copy it lacks; false when it still lacks some (no usable
+ * memnode with room, none of its copies readable, or a write failed). */
+static bool repair_page(uint64_t i, uint64_t unusable, unsigned *made)
+{
+	pte_t e = P.pt[i];
+	uint64_t *c = copies(i);
+	unsigned have = 1, free_k = extra, t;
+	uint32_t pfn;
+
+	if (pte_state(e) != PTE_REMOTE && pte_state(e) != PTE_CLEAN)
+		return true;
+	for (unsigned k = 0; k < extra; k++) {
+		if (c[k] & LOC_VALID)
+			have++;
+		else if (free_k == extra)
+			free_k = k;
+	}
+	if (have >= P.c.replicas)
+		return true;
+	if (!new_frame(i, unusable, &t, &pfn))
+		return false; /* read nothing: no memnode can take it now */
+	if (((client_read(P.c.client, pte_node(e), pte_pfn(e), 1, repair_buf) ||
+	      !pagesum_eq(pagesum_of(repair_buf), P.sum[i])) && !read_copy(i, repair_buf)) ||
+	    client_write(P.c.client, t, pfn, 1, repair_buf)) {
+		pager_release_frame(t, pfn);
+		return false; /* a memnode is failing: membership forgets it, a later pass tries again */
+	}
+	c[free_k] = loc(t, pfn);
+	STAT_ADD(P.c.stats, pages_rereplicated, 1);
+	STAT_ADD(P.c.stats, bytes_written, PAGE_SIZE);
+	(*made)++;
+	return have + 1 >= P.c.replicas;
+}
+
+static void yield_to_faults(void)
+{
+	pager_unlock();
+	while (__atomic_load_n(&P.fault_waiters, __ATOMIC_ACQUIRE))
+		sched_yield();
+	pager_lock("re-replicating pages");
+}
+
+void replica_repair(uint64_t unusable)
+{
+	static uint64_t not_before;
+	uint64_t now = now_ns(), made = 0;
+	bool lacking = false;
+
+	if (!extra || now < not_before || !__atomic_exchange_n(&degraded, false, __ATOMIC_RELAXED))
+		return;
+	pager_lock("re-replicating pages");
+	for (int area = 0; area < 2; area++) {
+		for (uint64_t i = area ? P.c.heap_pages : 0; i < (area ? P.map_hi : P.heap_hi); i++) {
+			unsigned m = 0;
+
+			lacking |= !repair_page(i, unusable, &m);
+			made += m;
+			if ((i & 4095) == 4095 || (m && made % REPAIR_BATCH == 0))
+				yield_to_faults();
+		}
+	}
+	pager_unlock();
+	if (made && !lacking)
+		log_info("re-replicated: %llu page copies made again, every page has its %u copies",
+			 (unsigned long long)made, P.c.replicas);
+	else if (made)
+		log_info("%llu page copies made again; some pages still lack copies (no memnode has room)",
+			 (unsigned long long)made);
+	if (lacking) {
+		set_degraded();
+		not_before = now_ns() + REPAIR_RETRY_NS;
+	}
+}
