@@ -365,14 +365,39 @@ static void lock_batch(struct uffd_msg *msg, unsigned *n, unsigned cap)
 			*n = read_more(msg, *n, cap);
 }
 
-/* The planned reads into the landing area. Needs no pager state beyond
- * runs: with one handler it runs without the pager lock (item 5 of issue
- * 9), so interposed calls of other threads do not wait for the memnode. */
-static void read_runs(const struct run *runs, unsigned n, unsigned node)
+/* The planned reads into the landing area. With failed (no pager lock:
+ * one handler, item 5 of issue 9, so interposed calls of other threads do
+ * not wait for the memnode) a read that fails is only noted: a discard may
+ * have released its frames meanwhile, and the memnode then refuses frames
+ * we no longer hold. The recheck under the lock decides (reread_failed). */
+static void read_runs(const struct run *runs, unsigned n, unsigned node, bool *failed)
+{
+	for (unsigned r = 0; r < n; r++) {
+		uint32_t count = (uint32_t)((runs[r].b - runs[r].a) / step + 1);
+		uint64_t t0 = now_ns();
+
+		if (!failed) {
+			remote_read(node, runs[r].pfn, count, landed(runs[r].a), runs[r].a, step);
+			continue;
+		}
+		failed[r] = client_read(P.c.client, node, runs[r].pfn, count, landed(runs[r].a)) != 0;
+		STAT_ADD(P.c.stats, ns_read, now_ns() - t0);
+		if (!failed[r]) {
+			STAT_ADD(P.c.stats, remote_reads, 1);
+			STAT_ADD(P.c.stats, bytes_read, (uint64_t)count << PAGE_SHIFT);
+		}
+	}
+}
+
+/* Under the lock again: the pages of a failed unlocked read whose entries
+ * did not change still own their frames, so a read of each now either
+ * works or is a real failure (failover, else the program stops). */
+static void reread_failed(const struct run *runs, unsigned n, unsigned node, const bool *failed, const bool *ok)
 {
 	for (unsigned r = 0; r < n; r++)
-		remote_read(node, runs[r].pfn, (uint32_t)((runs[r].b - runs[r].a) / step + 1), landed(runs[r].a),
-			    runs[r].a, step);
+		for (uint64_t a = runs[r].a; failed[r] && a <= runs[r].b; a += step)
+			if (ok[(a - plan_lo) / step])
+				remote_read(node, pte_pfn(P.pt[a]), 1, landed(a), a, 1);
 }
 
 /* Reads the plan's pages, without the pager lock when this is the only
@@ -387,20 +412,23 @@ static void fetch_plan(uint64_t idx, uint64_t lo, uint64_t hi, bool *ok, uint32_
 	unsigned node = pte_node(P.pt[idx]), n = plan_reads(idx, lo, hi, ok, runs);
 	bool unlock = __atomic_load_n(&nhandlers, __ATOMIC_RELAXED) == 1;
 
+	bool failed[MAX_READS] = { 0 };
+
 	if (!unlock) {
-		read_runs(runs, n, node);
+		read_runs(runs, n, node, NULL);
 		return;
 	}
 	for (uint32_t k = 0; k < slots; k++)
 		seen[k] = P.pt[plan_lo + k * step];
 	__atomic_fetch_add(&P.reading_unlocked, 1, __ATOMIC_ACQUIRE);
 	pager_unlock();
-	read_runs(runs, n, node);
+	read_runs(runs, n, node, failed);
 	__atomic_fetch_sub(&P.reading_unlocked, 1, __ATOMIC_RELEASE);
 	lock_batch(NULL, &(unsigned){ 0 }, 0);
 	for (uint32_t k = 0; k < slots; k++)
 		if (ok[k] && P.pt[plan_lo + k * step] != seen[k])
 			ok[k] = false;
+	reread_failed(runs, n, node, failed, ok);
 }
 
 /* Maps the fetched neighbours clean, each run of consecutive pages with
