@@ -598,3 +598,8 @@ uint64_t pager_stuck_ns(uint64_t now, uintptr_t *addr_out)
 	}
 	return worst;
 }
+
+void fault_fetch(uint64_t idx)
+{
+	fault_missing(idx, false);
+}

@@ -23,7 +23,8 @@
 	X(resident_bytes) X(resident_peak_bytes) X(local_mem_bytes) \
 	X(rbuf_bytes) X(wbuf_bytes) X(budget_overshoots) \
 	X(outside_rss_bytes) X(managed_bytes) \
-	X(memnodes_drained) X(pages_migrated) X(pages_migrated_home) X(pages_lost) X(memnodes_rejoined)
+	X(memnodes_drained) X(pages_migrated) X(pages_migrated_home) X(pages_lost) X(memnodes_rejoined) \
+	X(locked_bytes) X(locked_all)
 
 struct stats {
 	uint64_t magic;
@@ -39,7 +40,8 @@ struct stats {
 	uint64_t hist_remote_ns[STATS_HIST_BUCKETS];
 };
 
-#define STATS_MAGIC 0x3353544154535843ull /* "CXSTATS3" little-endian (1: no histogram, 2: no pages_moved_uncounted) */
+#define STATS_MAGIC 0x3453544154535843ull /* "CXSTATS4" little-endian (1: no histogram, 2: no pages_moved_uncounted,
+					  * 3: no locked_bytes) */
 
 /* Creates the shared file for this process; falls back to private memory
  * (logged) so that a missing /dev/shm never stops the program. */
