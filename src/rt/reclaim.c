@@ -495,8 +495,10 @@ static uint32_t evict_async(const uint64_t *v, uint32_t n)
 			keep_resident(v[i]);
 		} else if (evict_parked(v[i], st, src)) {
 			gone++;
-			if (st & COPIED) /* still mapped: from now on it reads from its remote copy */
+			if (st & COPIED) { /* still mapped: from now on it reads from its remote copy */
 				drop_run(v[i], 1);
+				STAT_ADD(P.c.stats, pages_copied_out, 1);
+			}
 		} else if (st & COPIED) {
 			keep_resident(v[i]); /* never left */
 		} else {

@@ -24,7 +24,7 @@
 	X(rbuf_bytes) X(wbuf_bytes) X(budget_overshoots) \
 	X(outside_rss_bytes) X(managed_bytes) \
 	X(memnodes_drained) X(pages_migrated) X(pages_migrated_home) X(pages_lost) X(memnodes_rejoined) \
-	X(locked_bytes) X(locked_all)
+	X(locked_bytes) X(locked_all) X(pages_copied_out)
 
 struct stats {
 	uint64_t magic;
