@@ -53,7 +53,8 @@ struct pager {
 	bool detached;                /* forked child: no uffd, no memnodes */
 	bool full_warned;
 	uint64_t faults;              /* served, for the wedge_after test hook */
-	char *scratch;                /* MAX_BATCH pages for eviction copies (synchronous mode) */
+	char *scratch;                /* MAX_BATCH pages for eviction copies (synchronous mode, and
+				       * non-writable victims in asynchronous mode) */
 	/* who holds the lock, for the watchdog: since (ns, 0 when free) is
 	 * stored last with release, read first with acquire; a reader racing a
 	 * change of holder may pair one holder's tid with another's reason */
