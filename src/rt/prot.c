@@ -67,21 +67,33 @@ static void set_prot(uint64_t lo, uint64_t hi, int prot)
 			P.pt[i] = pte_set_prot(P.pt[i], (unsigned)prot & 7);
 }
 
+/* True when this thread holds the pager lock already: a signal handler
+ * (mprotect is async-signal-safe, and garbage collectors call it from
+ * theirs) interrupted it inside an interposed call. Waiting would never end. */
+static bool lock_is_mine(void)
+{
+	return __atomic_load_n(&P.held_since, __ATOMIC_ACQUIRE) && P.held_tid == (int)syscall(SYS_gettid);
+}
+
 int prot_mprotect(void *addr, size_t len, int prot)
 {
 	uint64_t lo, hi;
+	bool mine;
 	int err = 0;
 
 	if (!pages_of(addr, len, &lo, &hi))
 		return syscall(SYS_mprotect, addr, len, prot) ? -errno : 0;
-	pager_lock("mprotect");
+	mine = lock_is_mine();
+	if (!mine)
+		pager_lock("mprotect");
 	if (any_unmapped(lo, hi))
 		err = -ENOMEM;
 	else if (syscall(SYS_mprotect, addr, len, prot))
 		err = -errno;
 	else
 		set_prot(lo, hi, prot);
-	pager_unlock();
+	if (!mine)
+		pager_unlock();
 	return err;
 }
 

@@ -271,18 +271,24 @@ static int drop_run(uint64_t first, uint32_t len)
 	return 0;
 }
 
+/* Copies pages [first, +len) to scratch from slot pos on, through
+ * /proc/self/mem (which reads pages whatever their protection). */
+static void copy_to_scratch(uint32_t pos, uint64_t first, uint32_t len)
+{
+	size_t bytes = (size_t)len << PAGE_SHIFT;
+	ssize_t r = pread(P.memfd, P.scratch + ((size_t)pos << PAGE_SHIFT), bytes, (off_t)(uintptr_t)page_addr(first));
+
+	if (r != (ssize_t)bytes)
+		pager_die("cannot read pages to evict through /proc/self/mem", (uintptr_t)page_addr(first),
+			  r < 0 ? -errno : -EIO);
+}
+
 /* Copies the dirty victims' contents (write-protected, so stable) into
  * scratch, one pread per run. */
 static uint32_t copy_pos;
 static int copy_run(uint64_t first, uint32_t len)
 {
-	size_t bytes = (size_t)len << PAGE_SHIFT;
-	ssize_t r = pread(P.memfd, P.scratch + ((size_t)copy_pos << PAGE_SHIFT), bytes,
-			  (off_t)(uintptr_t)page_addr(first));
-
-	if (r != (ssize_t)bytes)
-		pager_die("cannot read pages to evict through /proc/self/mem", (uintptr_t)page_addr(first),
-			  r < 0 ? -errno : -EIO);
+	copy_to_scratch(copy_pos, first, len);
 	copy_pos += len;
 	return 0;
 }
@@ -371,13 +377,7 @@ static uint8_t parked(const uint64_t *written, uint32_t i, unsigned prot)
  * each time), is their content; evicted, they are dropped afterwards. */
 static int copy_out_run(uint64_t first, uint32_t len, const uint64_t *written, unsigned prot)
 {
-	size_t bytes = (size_t)len << PAGE_SHIFT;
-	ssize_t r = pread(P.memfd, P.scratch + ((size_t)park_base << PAGE_SHIFT), bytes,
-			  (off_t)(uintptr_t)page_addr(first));
-
-	if (r != (ssize_t)bytes)
-		pager_die("cannot read pages to evict through /proc/self/mem", (uintptr_t)page_addr(first),
-			  r < 0 ? -errno : -EIO);
+	copy_to_scratch(park_base, first, len);
 	for (uint32_t i = 0; i < len; i++)
 		park_state[park_base + i] = parked(written, i, prot) | COPIED;
 	park_base += len;
