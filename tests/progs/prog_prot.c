@@ -11,6 +11,8 @@
  * - mremap keeps a read-only mapping read-only;
  * - a fork while PROT_NONE pages are remote: the child gets their data;
  * - mlock'ed pages and a MAP_LOCKED mapping stay resident (mincore);
+ * - a garbage collector's write barrier: read-only pages made writable by
+ *   mprotect in the SIGSEGV handler of their first write;
  * - MADV_FREE, DONTFORK, WIPEONFORK, (NO)HUGEPAGE, COLD, PAGEOUT,
  *   POPULATE_READ/WRITE, and MAP_POPULATE, MAP_GROWSDOWN, MAP_HUGETLB.
  * Prints one line per phase; identical natively and under comex. */
@@ -277,6 +279,60 @@ static void phase_lock(void)
 	printf("map_locked: %zu of %zu pages resident after push-out\n", resident_pages(ml, len), len / PAGE);
 	expect(ml, len / 8, 0xa2, 0, "MAP_LOCKED pages");
 	munmap(ml, len);
+	/* whatever lands where the locked pages were reads zero */
+	ml = map_anon(len);
+	printf("after a locked mapping: zero %d\n", all_zero(ml, len));
+	munmap(ml, len);
+}
+
+/* ---- phase 3b: a garbage collector's write barrier ----
+ * Pages read-only; the first write to each takes SIGSEGV, whose handler
+ * notes the page dirty and makes it writable (mprotect in a signal
+ * handler), and the write is retried. */
+
+static char *wb_base;
+static size_t wb_pages, wb_faults;
+static unsigned char *wb_dirty;
+
+static void on_barrier(int sig, siginfo_t *si, void *ctx)
+{
+	size_t p = (size_t)((char *)si->si_addr - wb_base) / PAGE;
+
+	(void)sig;
+	(void)ctx;
+	if ((char *)si->si_addr < wb_base || p >= wb_pages || wb_dirty[p])
+		abort();
+	wb_dirty[p] = 1;
+	wb_faults++;
+	if (mprotect(wb_base + p * PAGE, PAGE, PROT_READ | PROT_WRITE))
+		abort();
+}
+
+static void phase_barrier(void)
+{
+	struct sigaction sa = { .sa_sigaction = on_barrier, .sa_flags = SA_SIGINFO }, old;
+	size_t len = 1024 * PAGE, marked = 0;
+	uint64_t *w = map_anon(len);
+
+	wb_base = (char *)w;
+	wb_pages = len / PAGE;
+	wb_dirty = calloc(wb_pages, 1);
+	fill(w, len / 8, 0xd1, 0);
+	protect(w, len, PROT_READ);
+	push_out();
+	sigaction(SIGSEGV, &sa, &old);
+	for (size_t i = 0; i < 3000; i++) {
+		size_t p = mix64(i) % wb_pages;
+		w[p * WPP + i % WPP] ^= 0x5555;
+	}
+	sigaction(SIGSEGV, &old, NULL);
+	for (size_t p = 0; p < wb_pages; p++)
+		marked += wb_dirty[p];
+	push_out();
+	printf("write barrier: %zu faults, %zu pages marked, sum %016" PRIx64 "\n", wb_faults, marked,
+	       sum64(w, len, 0));
+	munmap(w, len);
+	free(wb_dirty);
 }
 
 /* ---- phase 4: advice and mmap flags ---- */
@@ -411,6 +467,7 @@ int main(int argc, char **argv)
 	phase_prot(size / 2);
 	phase_jit();
 	phase_lock();
+	phase_barrier();
 	phase_advice(size / 2);
 	phase_lockall();
 	/* locked until exit: comex's stats count it (locked_bytes) */
