@@ -135,6 +135,9 @@ void fault_fetch(uint64_t idx);
 /* prot.c */
 /* P.locked += delta, in the stats too; warns once when over the budget. */
 void prot_count_locked(int64_t delta);
+/* How many pages from idx (at most n) are in one non-writable mapping:
+ * what may be copied out (0: writable after all; prot corrected). */
+uint32_t prot_copyable(uint64_t idx, uint32_t n);
 /* Discards [lo, hi) (MADV_DONTNEED), unlocking a locked mapping first. */
 int prot_discard(uint64_t lo, uint64_t hi);
 

@@ -18,13 +18,16 @@
 #include "prot.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "log.h"
 #include "evict.h"
+#include "log.h"
 #include "pager_impl.h"
+#include "uapi.h"
 
 #ifndef MCL_ONFAULT
 #define MCL_ONFAULT 4
@@ -168,8 +171,6 @@ int prot_munlock(void *addr, size_t len)
 
 int prot_mlockall(int flags)
 {
-	int err;
-
 	if (!P.pt || P.detached || !(flags & (MCL_CURRENT | MCL_FUTURE)))
 		return syscall(SYS_mlockall, flags) ? -errno : 0;
 	if (syscall(SYS_mlockall, flags | MCL_ONFAULT))
@@ -187,9 +188,8 @@ int prot_mlockall(int flags)
 		}
 		pager_unlock();
 	}
-	err = 0;
 	log_info("the program locked all its memory (mlockall): nothing is evicted until munlockall");
-	return err;
+	return 0;
 }
 
 int prot_munlockall(void)
@@ -221,4 +221,35 @@ int prot_discard(uint64_t lo, uint64_t hi)
 	if (__atomic_load_n(&P.locked_all, __ATOMIC_ACQUIRE))
 		syscall(SYS_mlock2, page_addr(lo), len, MLOCK_ONFAULT);
 	return err;
+}
+
+/* How many pages from idx (at most n) lie in one mapping without
+ * PROT_WRITE, as the kernel says (PROCMAP_QUERY, Linux 6.11+): what
+ * reclaim may copy out. 0 when that mapping is writable after all (an
+ * mprotect system call that did not go through the C library): the pages'
+ * recorded protection is corrected, and they move instead. Older kernels
+ * cannot say: the recorded protection is believed (n). */
+uint32_t prot_copyable(uint64_t idx, uint32_t n)
+{
+	static int maps = -1;
+	static bool unknown;
+	struct procmap_query q = { .size = sizeof(q), .query_addr = (uintptr_t)page_addr(idx) };
+	uint64_t end;
+
+	if (unknown)
+		return n;
+	if (maps < 0 && (maps = open("/proc/self/maps", O_RDONLY | O_CLOEXEC)) < 0) {
+		unknown = true;
+		return n;
+	}
+	if (ioctl(maps, PROCMAP_QUERY, &q)) {
+		unknown = errno == ENOTTY;
+		return unknown ? n : 0; /* else not copied this time */
+	}
+	end = q.vma_end <= (uintptr_t)page_addr(idx + n) ? (q.vma_end - (uintptr_t)P.c.base) >> PAGE_SHIFT : idx + n;
+	if (!(q.vma_flags & PROCMAP_QUERY_VMA_WRITABLE))
+		return (uint32_t)(end - idx);
+	for (uint64_t i = idx; i < end; i++)
+		P.pt[i] = pte_set_prot(P.pt[i], (unsigned)q.vma_flags & 7); /* PROCMAP_QUERY_VMA_* = PROT_* */
+	return 0;
 }

@@ -374,12 +374,23 @@ static uint8_t parked(const uint64_t *written, uint32_t i, unsigned prot)
  * a copy through /proc/self/mem (which reads PROT_NONE pages too) into
  * scratch, which stays populated (1.2 us per page here, where copying into
  * an emptied parking slot cost 9 us: a page allocated, zeroed and freed
- * each time), is their content; evicted, they are dropped afterwards. */
+ * each time), is their content; evicted, they are dropped afterwards. The
+ * kernel confirms each mapping is not writable first (prot_copyable); pages
+ * of one that is stay resident this round and move the next. */
 static int copy_out_run(uint64_t first, uint32_t len, const uint64_t *written, unsigned prot)
 {
-	copy_to_scratch(park_base, first, len);
-	for (uint32_t i = 0; i < len; i++)
-		park_state[park_base + i] = parked(written, i, prot) | COPIED;
+	uint32_t done = 0, k;
+
+	while (done < len && (k = prot_copyable(first + done, len - done))) {
+		copy_to_scratch(park_base + done, first + done, k);
+		for (uint32_t i = done; i < done + k; i++)
+			park_state[park_base + i] = parked(written, i, prot) | COPIED;
+		done += k;
+	}
+	for (uint32_t i = done; i < len; i++)
+		park_state[park_base + i] = 0; /* stays resident */
+	if (done < len)
+		STAT_ADD(P.c.stats, pages_unmovable, len - done);
 	park_base += len;
 	return 0;
 }

@@ -8,6 +8,7 @@
  * - JIT: x86-64 functions written into pages (mmap'd and malloc'd), made
  *   RX, called, pushed out, called again, flipped RW while remote, rewritten,
  *   RX again, called; also a read-write-execute mapping;
+ * - pages made writable again by a raw mprotect system call keep writes;
  * - mremap keeps a read-only mapping read-only;
  * - a fork while PROT_NONE pages are remote: the child gets their data;
  * - mlock'ed pages and a MAP_LOCKED mapping stay resident (mincore);
@@ -20,6 +21,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -131,6 +133,22 @@ static void phase_prot(size_t size)
 	expect(a + none * WPP, nn * WPP, 0x91, none * WPP, "PROT_NONE range made read-only");
 	expect(a + (none + nn) * WPP, words - (none + nn) * WPP, 0x91, (none + nn) * WPP, "the rest");
 	printf("prot: %d faults on protected pages, sum %016" PRIx64 "\n", segv, sum64(a, size, 0));
+
+	/* an mprotect that bypasses the C library (a raw system call): the
+	 * pages are writable although comex saw them made read-only */
+	uint64_t *r = map_anon(64 * PAGE);
+	fill(r, 64 * WPP, 0x94, 0);
+	protect(r, 64 * PAGE, PROT_READ);
+	push_out();
+	if (syscall(SYS_mprotect, r, 64 * PAGE, PROT_READ | PROT_WRITE))
+		die("mprotect system call: %s", strerror(errno));
+	fill(r, 64 * WPP, 0x95, 0);
+	push_out();
+	expect(r, 64 * WPP, 0x95, 0, "pages made writable by a raw mprotect");
+	fill(r, 64 * WPP, 0x96, 0);
+	push_out();
+	expect(r, 64 * WPP, 0x96, 0, "pages made writable by a raw mprotect, rewritten");
+	munmap(r, 64 * PAGE);
 
 	/* mremap moves a read-only mapping with its protection */
 	uint64_t *m = map_anon(64 * PAGE);
