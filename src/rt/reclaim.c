@@ -359,11 +359,6 @@ static uint32_t moved_uncounted(unsigned prot, uint64_t first, uint32_t done, ui
 	return (uint32_t)n;
 }
 
-/* Scans and moves one run of victims (v[park_base..+len), indices
- * first..first+len) into the parking area. A page the kernel refuses to move
- * (shared with a forked child: -EBUSY; a mapping whose protection differs
- * from the parking area's: -EINVAL; changing under every try: -EAGAIN)
- * stays where it is. */
 static uint8_t parked(const uint64_t *written, uint32_t i, unsigned prot)
 {
 	return (uint8_t)(PARKED | ((written[i / 64] >> (i % 64)) & 1 ? WRITTEN : 0) | prot << PROT_SHIFT);
@@ -395,6 +390,12 @@ static int copy_out_run(uint64_t first, uint32_t len, const uint64_t *written, u
 	return 0;
 }
 
+/* Scans and moves one run of victims (v[park_base..+len), indices
+ * first..first+len) into the parking area of their protection (copies
+ * them when it is not writable). A page the kernel refuses to move (shared
+ * with a forked child: -EBUSY; in a mapping other than the pager recorded,
+ * e.g. changed by a raw mprotect: -EINVAL; changing under every try:
+ * -EAGAIN) stays where it is. */
 static int park_run(uint64_t first, uint32_t len)
 {
 	uint64_t written[PAGEMAP_MAX_PAGES / 64];
