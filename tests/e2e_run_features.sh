@@ -31,6 +31,8 @@ print("prot: locked_bytes=%d pages_copied_out=%d pages_unmovable=%d" % (s["locke
 sys.exit(0 if s["locked_bytes"] == 65536 and s["pages_copied_out"] > 0 else 1)
 PY
 fi
+# the same on the synchronous eviction path (write-protect, copy, drop)
+compare prot-sync 16M --wp-async false -- "$progs/prog_prot" 48
 compare signals   32M budget -- "$progs/prog_signals" 128
 # UCX's own log lines (info level prints some at every start) go to stderr,
 # never into the program's output
