@@ -385,17 +385,26 @@ static const char *readable_copy(uint64_t idx, char *bounce)
 	return bounce;
 }
 
-/* The moved pages [to, +n) get the protections their sources had
- * (from, +on: the part beyond on, grown, that of the source's first page). */
+/* The moved pages [to, +n) get the protections and locks their sources
+ * had (from, +on: the part beyond on, grown, those of the source's first
+ * page). A locked part is locked on fault: its pages are resident already,
+ * and populating under the pager lock would wait for itself. */
 static void move_prot(uint64_t from, uint64_t on, uint64_t to, uint64_t n)
 {
 	for (uint64_t i = 0; i < n;) {
-		unsigned prot = pte_prot(P.pt[from + (i < on ? i : 0)]);
+		pte_t a = P.pt[from + (i < on ? i : 0)] & PTE_ATTRS;
+		unsigned prot = pte_prot(a);
 		uint64_t j = i + 1;
 
-		while (j < n && pte_prot(P.pt[from + (j < on ? j : 0)]) == prot)
+		while (j < n && (P.pt[from + (j < on ? j : 0)] & PTE_ATTRS) == a)
 			j++;
 		set_prot(to + i, j - i, (int)prot, prot != (PROT_READ | PROT_WRITE));
+		if (a & PTE_LOCKED) {
+			for (uint64_t k = to + i; k < to + j; k++)
+				P.pt[k] |= PTE_LOCKED;
+			prot_count_locked((int64_t)(j - i));
+			syscall(SYS_mlock2, page_addr(to + i), (j - i) << PAGE_SHIFT, 1 /* MLOCK_ONFAULT */);
+		}
 		i = j;
 	}
 }

@@ -281,6 +281,15 @@ static void phase_lock(void)
 		push_out();
 		printf("mlock: %zu of %zu pages resident after push-out\n", resident_pages(l, len), len / PAGE);
 		expect(l, len / 8, 0xa1, 0, "mlock'ed pages");
+		/* mremap moves the lock with the pages */
+		uint64_t *to = map_anon(len);
+		uint64_t *l2 = mremap(l, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, to);
+		if (l2 == MAP_FAILED)
+			die("mremap of locked pages: %s", strerror(errno));
+		l = l2;
+		push_out();
+		printf("mlock: %zu of %zu pages resident after mremap and push-out\n", resident_pages(l, len), len / PAGE);
+		expect(l, len / 8, 0xa1, 0, "mlock'ed pages moved by mremap");
 		munlock(l, len);
 		push_out();
 		expect(l, len / 8, 0xa1, 0, "munlock'ed pages");
