@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_features: one small program per pager feature (fork, read(2) into evicted memory, writers racing eviction, discards racing remote reads, mremap, MADV_DONTNEED, exec, signals, an evicted locale, encrypted pages, a memfd and a file mapped MAP_FIXED over evicted memory, a program's own userfaultfd) filling 4x --local-mem, same output as natively, remote traffic.
+# e2e_run_features: one small program per pager feature (fork, read(2) into evicted memory, writers racing eviction, discards racing remote reads, mremap, MADV_DONTNEED, exec, signals, an evicted locale, encrypted pages, a memfd and a file mapped MAP_FIXED over evicted memory, a program's own userfaultfd, protections/JIT/locks/advice) filling 4x --local-mem, same output as natively, remote traffic.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_run_features: feature programs at 128 MiB under comex run --local-mem 32M match their native runs"
 
@@ -31,6 +31,20 @@ if "$progs/prog_uffd" 1 >/dev/null 2>&1; then
 else
   echo "skip: uffd: this user may not use userfaultfd for a program's own faults"
 fi
+# protections (read-only, PROT_NONE faults as natively), JIT code written,
+# run, evicted, rewritten W^X, mlock/MAP_LOCKED/mlockall, madvise and mmap
+# flags (docs/PAGER.md P30); a fork and mlockall bring pages home: no budget check
+compare prot      16M        -- "$progs/prog_prot" 48
+if want prot && [ -s "$dir/prot.json" ] && grep -q "locked at exit: 64 KiB" "$dir/prot.comex"; then
+  python3 - "$dir/prot.json" <<'PY' || fail prot-stats "stats do not show the locked memory or the copied-out victims"
+import json, sys
+s = json.load(open(sys.argv[1]))
+print("prot: locked_bytes=%d pages_copied_out=%d pages_unmovable=%d" % (s["locked_bytes"], s["pages_copied_out"], s["pages_unmovable"]))
+sys.exit(0 if s["locked_bytes"] == 65536 and s["pages_copied_out"] > 0 else 1)
+PY
+fi
+# the same on the synchronous eviction path (write-protect, copy, drop)
+compare prot-sync 16M --wp-async false -- "$progs/prog_prot" 48
 compare signals   32M budget -- "$progs/prog_signals" 128
 # UCX's own log lines (info level prints some at every start) go to stderr,
 # never into the program's output

@@ -28,6 +28,7 @@ static const struct family {
 	{ "comex_program_resident_bytes", "gauge", "Managed memory resident now.", FIELD(resident_bytes), 1 },
 	{ "comex_program_resident_peak_bytes", "gauge", "Highest resident managed memory.", FIELD(resident_peak_bytes), 1 },
 	{ "comex_program_managed_bytes", "gauge", "Address space the pager manages.", FIELD(managed_bytes), 1 },
+	{ "comex_program_locked_bytes", "gauge", "Managed memory the program locked (mlock): never evicted.", FIELD(locked_bytes), 1 },
 	{ "comex_program_read_bytes_total", "counter", "Bytes read from memnodes.", FIELD(bytes_read), 1 },
 	{ "comex_program_written_bytes_total", "counter", "Bytes written to memnodes.", FIELD(bytes_written), 1 },
 	{ "comex_program_remote_reads_total", "counter", "Read transfers from memnodes.", FIELD(remote_reads), 1 },

@@ -85,7 +85,7 @@ uint32_t evict_pick(struct evict *ev, pte_t *pt, uint32_t want, uint64_t *victim
 		uint64_t item = ev->item[ev->head++ & (ev->cap - 1)];
 		uint64_t idx = item >> 12;
 
-		if (!live(pt, item))
+		if (!live(pt, item) || (pt[idx] & PTE_LOCKED)) /* munlock puts it back */
 			continue;
 		if (ev->clock && (pt[idx] & PTE_REF)) {
 			pt[idx] &= ~PTE_REF;

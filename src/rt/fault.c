@@ -105,9 +105,11 @@ static void zero_fill(uint64_t idx, uint64_t t0)
 		whi = P.c.npages;
 	if (whi > P.c.heap_pages && idx < P.c.heap_pages)
 		whi = P.c.heap_pages;
-	while (lo > wlo && zero_eligible(lo - 1))
+	/* one UFFDIO_ZEROPAGE fills one kernel mapping: not past a change of
+	 * protection or lock (P30) */
+	while (lo > wlo && zero_eligible(lo - 1) && !((P.pt[lo - 1] ^ P.pt[idx]) & PTE_ATTRS))
 		lo--;
-	while (hi < whi && zero_eligible(hi))
+	while (hi < whi && zero_eligible(hi) && !((P.pt[hi] ^ P.pt[idx]) & PTE_ATTRS))
 		hi++;
 	/* a window may stop part way (-EAGAIN): what it mapped is resident */
 	err = zero_map(lo, hi, &done);
@@ -716,4 +718,9 @@ uint64_t pager_stuck_ns(uint64_t now, uintptr_t *addr_out)
 		}
 	}
 	return worst;
+}
+
+void fault_fetch(uint64_t idx)
+{
+	fault_missing(idx, false);
 }

@@ -21,6 +21,15 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#ifndef MADV_COLD
+#define MADV_COLD 20
+#define MADV_PAGEOUT 21
+#endif
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#define MADV_POPULATE_WRITE 23
+#endif
+
 #ifndef MREMAP_DONTUNMAP
 #define MREMAP_DONTUNMAP 4
 #endif
@@ -28,6 +37,7 @@
 #include "foreign.h"
 #include "log.h"
 #include "pager.h"
+#include "prot.h"
 #include "rt.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -251,6 +261,23 @@ static bool inside_region(const void *addr, size_t len)
 	return (const char *)addr >= rt_heap_lo && len <= (size_t)(rt_region_hi - (const char *)addr);
 }
 
+/* MAP_LOCKED and MAP_POPULATE of a mapping the pager made (P30): locked
+ * as by mlock (which populates it); populated, as the kernel would, only
+ * when it fits in what the budget has free (else it would only push other
+ * pages out: the flag is a hint). */
+static void *map_flags(void *p, size_t len, int prot, int flags)
+{
+	int err;
+
+	if ((flags & MAP_LOCKED) && (err = AS_RUNTIME(prot_mlock(p, len, 0)))) {
+		AS_RUNTIME(pager_munmap(p, len));
+		return fail_ptr(err == -ENOMEM ? -EAGAIN : err); /* mmap's word for over RLIMIT_MEMLOCK */
+	}
+	if ((flags & (MAP_POPULATE | MAP_LOCKED)) == MAP_POPULATE && (prot & PROT_READ) && pager_fits(len))
+		syscall(SYS_madvise, p, len, prot & PROT_WRITE ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+	return p;
+}
+
 EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	/* MAP_32BIT wants an address below 4 GiB, far from the region */
@@ -269,13 +296,13 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 			if (!(err = AS_RUNTIME(pager_mmap(len, prot, &p)))) {
 				if (hinted)
 					hint_missed(p, len);
-				return p;
+				return map_flags(p, len, prot, flags);
 			}
 		}
 		if (fixed && overlaps_region(addr, len)) {
 			if (anon_private && inside_region(addr, len)) {
 				err = AS_RUNTIME(pager_mmap_fixed(addr, len, prot, flags & MAP_FIXED_NOREPLACE));
-				return err ? fail_ptr(err) : addr;
+				return err ? fail_ptr(err) : map_flags(addr, len, prot, flags);
 			}
 			/* a file, shared memory...: replaces what the pager had there */
 			err = AS_RUNTIME(foreign_map(addr, len, prot, flags, fd, off, &p));
@@ -327,7 +354,9 @@ EXPORT int madvise(void *addr, size_t len, int advice)
 		case MADV_FREE:
 		case MADV_REMOVE:
 		case MADV_HUGEPAGE:
-		case MADV_NOHUGEPAGE: {
+		case MADV_NOHUGEPAGE:
+		case MADV_COLD:
+		case MADV_PAGEOUT: {
 			/* not the others under the pager lock: MADV_POPULATE_* faults */
 			int err = AS_RUNTIME(pager_madvise(addr, len, advice));
 
@@ -336,6 +365,53 @@ EXPORT int madvise(void *addr, size_t len, int advice)
 		}
 	}
 	return (int)syscall(SYS_madvise, addr, len, advice);
+}
+
+/* Protections and locks: the pager records them (P30). */
+EXPORT int mprotect(void *addr, size_t len, int prot)
+{
+	if (managed() && overlaps_region(addr, len)) {
+		int err = AS_RUNTIME(prot_mprotect(addr, len, prot));
+
+		return err ? fail_int(err) : 0;
+	}
+	return (int)syscall(SYS_mprotect, addr, len, prot);
+}
+
+EXPORT int mlock2(const void *addr, size_t len, unsigned flags)
+{
+	if (managed() && overlaps_region(addr, len)) {
+		int err = AS_RUNTIME(prot_mlock((void *)addr, len, flags));
+
+		return err ? fail_int(err) : 0;
+	}
+	return (int)syscall(SYS_mlock2, addr, len, flags);
+}
+
+EXPORT int mlock(const void *addr, size_t len) { return mlock2(addr, len, 0); }
+
+EXPORT int munlock(const void *addr, size_t len)
+{
+	if (managed() && overlaps_region(addr, len)) {
+		int err = AS_RUNTIME(prot_munlock((void *)addr, len));
+
+		return err ? fail_int(err) : 0;
+	}
+	return (int)syscall(SYS_munlock, addr, len);
+}
+
+EXPORT int mlockall(int flags)
+{
+	int err = managed() ? AS_RUNTIME(prot_mlockall(flags)) : (syscall(SYS_mlockall, flags) ? -errno : 0);
+
+	return err ? fail_int(err) : 0;
+}
+
+EXPORT int munlockall(void)
+{
+	int err = managed() ? AS_RUNTIME(prot_munlockall()) : (syscall(SYS_munlockall) ? -errno : 0);
+
+	return err ? fail_int(err) : 0;
 }
 
 /* A userfaultfd of the program's own: a range is registered with one

@@ -183,6 +183,7 @@ static bool in_region(const void *addr, size_t len)
 void pager_forget_entries(uint64_t lo, uint64_t hi, unsigned to)
 {
 	int64_t res = 0;
+	uint64_t unlocked = 0;
 
 	for (uint64_t i = lo; i < hi; i++) {
 		pte_t e = P.pt[i];
@@ -213,10 +214,16 @@ void pager_forget_entries(uint64_t lo, uint64_t hi, unsigned to)
 		}
 		if (pte_state(e) != PTE_FREE && pte_state(e) != PTE_EMPTY && pte_state(e) != PTE_FOREIGN)
 			STAT_ADD(P.c.stats, pages_discarded, 1);
+		if (to == PTE_FREE || to == PTE_FOREIGN) { /* unmapped: its protection and lock go with it */
+			unlocked += !!(e & PTE_LOCKED);
+			e &= ~PTE_ATTRS;
+		}
 		P.pt[i] = pte_make(e, to, 0, 0);
 	}
-	if (!P.detached)
+	if (!P.detached) {
+		prot_count_locked(-(int64_t)unlocked);
 		pager_set_resident(res);
+	}
 }
 
 /* Forgets pages [lo, hi) (none of them foreign) and drops them: they read
@@ -224,17 +231,32 @@ void pager_forget_entries(uint64_t lo, uint64_t hi, unsigned to)
 static void forget(uint64_t lo, uint64_t hi, unsigned to)
 {
 	pager_forget_entries(lo, hi, to);
-	raw_madvise(page_addr(lo), (hi - lo) << PAGE_SHIFT, MADV_DONTNEED);
+	prot_discard(lo, hi);
 }
 
 static uint64_t page_of(const void *addr) { return (uint64_t)((const char *)addr - P.c.base) >> PAGE_SHIFT; }
 static uint64_t npages_of(size_t len) { return (len + PAGE_SIZE - 1) >> PAGE_SHIFT; }
 
-static int set_prot(void *addr, size_t len, int prot)
+/* A new mapping [lo, +n) gets prot (free pages are read-write already),
+ * and is not locked (unless by mmap's flags, after this). */
+static int set_prot(uint64_t lo, uint64_t n, int prot, bool always)
 {
-	if (prot == (PROT_READ | PROT_WRITE))
-		return 0;
-	return syscall(SYS_mprotect, addr, len, prot) ? -errno : 0;
+	uint64_t unlocked = 0;
+
+	if ((always || prot != (PROT_READ | PROT_WRITE)) &&
+	    syscall(SYS_mprotect, page_addr(lo), n << PAGE_SHIFT, prot))
+		return -errno;
+	for (uint64_t i = lo; i < lo + n; i++) {
+		unlocked += !!(P.pt[i] & PTE_LOCKED);
+		P.pt[i] = pte_set_prot(P.pt[i] & ~PTE_LOCKED, (unsigned)prot & 7);
+	}
+	prot_count_locked(-(int64_t)unlocked);
+	return 0;
+}
+
+bool pager_fits(size_t len)
+{
+	return __atomic_load_n(&P.resident, __ATOMIC_RELAXED) + npages_of(len) + P.low_free <= P.c.budget_pages;
 }
 
 int pager_mmap(size_t len, int prot, void **out)
@@ -247,7 +269,7 @@ int pager_mmap(size_t len, int prot, void **out)
 	if (!err) {
 		start += P.c.heap_pages;
 		forget(start, start + n, PTE_EMPTY);
-		err = set_prot(page_addr(start), n << PAGE_SHIFT, prot);
+		err = set_prot(start, n, prot, false);
 		if (err)
 			ranges_free(P.ranges, start - P.c.heap_pages, n);
 	}
@@ -279,7 +301,7 @@ int pager_mmap_fixed(void *addr, size_t len, int prot, bool noreplace)
 		err = ranges_claim(P.ranges, lo - P.c.heap_pages, n); /* MAP_FIXED replaces what was there */
 	if (!err) {
 		forget(lo, lo + n, PTE_EMPTY);
-		err = syscall(SYS_mprotect, addr, n << PAGE_SHIFT, prot) ? -errno : 0;
+		err = set_prot(lo, n, prot, true);
 	}
 	pager_unlock();
 	return err;
@@ -324,6 +346,14 @@ int pager_munmap(void *addr, size_t len)
 /* madvise of the managed pages: the discarding kinds forget them, the
  * huge-page hints are ignored (faults are per 4 KiB page), anything else
  * goes to the kernel. Foreign pages get exactly what the program asked. */
+static bool any_locked(uint64_t lo, uint64_t hi)
+{
+	for (uint64_t i = lo; i < hi; i++)
+		if (P.pt[i] & PTE_LOCKED)
+			return true;
+	return false;
+}
+
 static int advise_run(uint64_t lo, uint64_t hi, bool foreign, void *arg)
 {
 	int advice = *(int *)arg;
@@ -333,10 +363,19 @@ static int advise_run(uint64_t lo, uint64_t hi, bool foreign, void *arg)
 		case MADV_DONTNEED:
 		case MADV_FREE:
 		case MADV_REMOVE:
+			if (any_locked(lo, hi))
+				return -EINVAL; /* as the kernel says for a locked mapping */
 			forget(lo, hi, PTE_EMPTY);
 			return 0;
 		case MADV_HUGEPAGE:
 		case MADV_NOHUGEPAGE:
+			return 0;
+		case MADV_COLD: /* no second chance: first in line at the next eviction */
+			for (uint64_t i = lo; i < hi; i++)
+				P.pt[i] &= ~PTE_REF;
+			return 0;
+		case MADV_PAGEOUT:
+			reclaim_range(lo, hi);
 			return 0;
 		}
 	}
@@ -356,9 +395,46 @@ int pager_madvise(void *addr, size_t len, int advice)
 	return err;
 }
 
+/* Where resident page idx can be read from: itself, or (its mapping not
+ * readable) a copy in bounce made through /proc/self/mem. */
+static const char *readable_copy(uint64_t idx, char *bounce)
+{
+	if (pte_prot(P.pt[idx]) & PROT_READ)
+		return page_addr(idx);
+	if (pread(P.memfd, bounce, PAGE_SIZE, (off_t)(uintptr_t)page_addr(idx)) != (ssize_t)PAGE_SIZE)
+		return page_addr(idx); /* then UFFDIO_COPY fails with EFAULT, and so does mremap */
+	return bounce;
+}
+
+/* The moved pages [to, +n) get the protections and locks their sources
+ * had (from, +on: the part beyond on, grown, those of the source's first
+ * page). A locked part is locked on fault: its pages are resident already,
+ * and populating under the pager lock would wait for itself. */
+static void move_prot(uint64_t from, uint64_t on, uint64_t to, uint64_t n)
+{
+	for (uint64_t i = 0; i < n;) {
+		pte_t a = P.pt[from + (i < on ? i : 0)] & PTE_ATTRS;
+		unsigned prot = pte_prot(a);
+		uint64_t j = i + 1;
+
+		while (j < n && (P.pt[from + (j < on ? j : 0)] & PTE_ATTRS) == a)
+			j++;
+		set_prot(to + i, j - i, (int)prot, prot != (PROT_READ | PROT_WRITE));
+		if (a & PTE_LOCKED) {
+			for (uint64_t k = to + i; k < to + j; k++)
+				P.pt[k] |= PTE_LOCKED;
+			prot_count_locked((int64_t)(j - i));
+			syscall(SYS_mlock2, page_addr(to + i), (j - i) << PAGE_SHIFT, 1 /* MLOCK_ONFAULT */);
+		}
+		i = j;
+	}
+}
+
 /* Moves page entries and resident contents from [from, +n) to [to, +n). */
 static int move_pages(uint64_t from, uint64_t to, uint64_t n)
 {
+	char bounce[PAGE_SIZE] __attribute__((aligned(64)));
+
 	for (uint64_t i = 0; i < n; i++) {
 		pte_t e = P.pt[from + i];
 		unsigned s = pte_state(e);
@@ -372,7 +448,8 @@ static int move_pages(uint64_t from, uint64_t to, uint64_t n)
 		}
 		if (s == PTE_DIRTY || s == PTE_CLEAN) {
 			if (!P.detached) {
-				err = uffd_copy(P.c.uffd, page_addr(to + i), page_addr(from + i), PAGE_SIZE, s == PTE_CLEAN, NULL);
+				err = uffd_copy(P.c.uffd, page_addr(to + i), readable_copy(from + i, bounce), PAGE_SIZE,
+						s == PTE_CLEAN, NULL);
 				if (err)
 					return err;
 				pager_became_resident(to + i, s, pte_node(e), pte_pfn(e));
@@ -407,12 +484,13 @@ static int move_range(uint64_t lo, uint64_t on, uint64_t start, uint64_t nn, int
 	int err;
 
 	forget(start, start + nn, PTE_EMPTY);
-	/* the kernel gives the moved range its old protection; we track none and
-	 * assume read-write, the only kind the malloc family and programs move */
-	syscall(SYS_mprotect, page_addr(start), nn << PAGE_SHIFT, PROT_READ | PROT_WRITE);
+	/* read-write while the pages are copied in; then, as the kernel does,
+	 * the moved range gets its old protection */
+	set_prot(start, nn, PROT_READ | PROT_WRITE, true);
 	reclaim_flush_all(); /* no page of the old range may sit in a write buffer under its old index */
 	if ((err = move_pages(lo, start, keep)))
 		return err;
+	move_prot(lo, on, start, nn);
 	if (flags & MREMAP_DONTUNMAP) { /* stays mapped, reads zero like a fresh mapping */
 		forget(lo, lo + on, PTE_EMPTY);
 		return 0;
@@ -527,8 +605,22 @@ bool pager_bring_home(uint64_t lo, uint64_t hi, bool read)
 		if (s != PTE_REMOTE && s != PTE_WBUF && s != PTE_LOST) /* a lost one stops the program here */
 			continue;
 		any = true;
-		if (read && raw_madvise(page_addr(i), PAGE_SIZE, MADV_POPULATE_READ))
+		if (!read)
+			continue;
+		if (!(pte_prot(P.pt[i]) & PROT_READ) && P.detached) {
+			/* a lazy child (P29) has no memnode: its parent serves the
+			 * fault, which must be let through for a moment */
+			syscall(SYS_mprotect, page_addr(i), PAGE_SIZE, PROT_READ);
+			raw_madvise(page_addr(i), PAGE_SIZE, MADV_POPULATE_READ);
+			syscall(SYS_mprotect, page_addr(i), PAGE_SIZE, (int)pte_prot(P.pt[i]));
+		} else if (!(pte_prot(P.pt[i]) & PROT_READ)) { /* no fault of ours can bring it: the pager does */
+			pager_lock("bring a PROT_NONE page home");
+			if (pte_state(P.pt[i]) == s)
+				fault_fetch(i);
+			pager_unlock();
+		} else if (raw_madvise(page_addr(i), PAGE_SIZE, MADV_POPULATE_READ)) {
 			(void)*(volatile char *)page_addr(i); /* kernel without POPULATE_READ */
+		}
 	}
 	return any;
 }

@@ -55,6 +55,8 @@ int pager_mmap_fixed(void *addr, size_t len, int prot, bool noreplace);
 int pager_munmap(void *addr, size_t len);
 int pager_madvise(void *addr, size_t len, int advice);
 int pager_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newaddr, void **out);
+/* True when len more bytes fit in the budget now (a hint: not locked). */
+bool pager_fits(size_t len);
 /* Fork: prepare brings every page home and holds the lock; parent/child after. */
 void pager_fork(int phase);
 /* fork's result in the parent (the interposed fork), after the phases. */

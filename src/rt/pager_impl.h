@@ -47,14 +47,19 @@ struct pager {
 	int fault_waiters;            /* handlers waiting for the lock (atomic): the reclaimer yields */
 	int memfd;                    /* /proc/self/mem: reads pages whatever their protection */
 	int pmfd;                     /* /proc/self/pagemap (async mode) */
-	char *park;                   /* MAX_BATCH pages registered (WP only) as UFFDIO_MOVE's target */
+	char *park;                   /* 8 areas of MAX_BATCH pages, one per protection, registered
+				       * (WP only) as UFFDIO_MOVE's target (reclaim.c) */
 	int no_evict;                 /* set while preparing a fork (atomic) */
 	int forking;                  /* a fork holds the lock and waits for its event to be read (atomic) */
 	int reading_unlocked;         /* handlers reading outside the lock (atomic); counted down before relocking */
+	int locked_all;               /* mlockall in effect: nothing is evicted (atomic) */
+	uint64_t locked;              /* pages marked PTE_LOCKED */
+	bool lock_warned;
 	bool detached;                /* forked child: no uffd, no memnodes */
 	bool full_warned;
 	uint64_t faults;              /* served, for the wedge_after test hook */
-	char *scratch;                /* MAX_BATCH pages for eviction copies (synchronous mode) */
+	char *scratch;                /* MAX_BATCH pages for eviction copies (synchronous mode, and
+				       * non-writable victims in asynchronous mode) */
 	/* who holds the lock, for the watchdog: since (ns, 0 when free) is
 	 * stored last with release, read first with acquire; a reader racing a
 	 * change of holder may pair one holder's tid with another's reason */
@@ -144,6 +149,18 @@ int foreign_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *new
 
 /* fault.c */
 int fault_init(void);
+/* Serves page idx as a read fault would, from the pager's side (under the
+ * lock): for pages no fault of the program's can bring in (PROT_NONE). */
+void fault_fetch(uint64_t idx);
+
+/* prot.c */
+/* P.locked += delta, in the stats too; warns once when over the budget. */
+void prot_count_locked(int64_t delta);
+/* How many pages from idx (at most n) are in one non-writable mapping:
+ * what may be copied out (0: writable after all; prot corrected). */
+uint32_t prot_copyable(uint64_t idx, uint32_t n);
+/* Discards [lo, hi) (MADV_DONTNEED), unlocking a locked mapping first. */
+int prot_discard(uint64_t lo, uint64_t hi);
 
 /* reclaim.c */
 int reclaim_init(void);
@@ -156,6 +173,8 @@ void reclaim_flush_all(void);
 /* The write-buffered copy of page idx, cancelled there (its frame goes back
  * once the write is retired), or NULL. */
 void *reclaim_wbuf_take(unsigned node, uint64_t idx);
+/* Evicts the resident, unlocked pages of [lo, hi) now (MADV_PAGEOUT). */
+void reclaim_range(uint64_t lo, uint64_t hi);
 /* Creates node's write buffers (at start-up, or a memnode added later). */
 int reclaim_add_node(unsigned node);
 

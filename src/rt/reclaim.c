@@ -225,7 +225,9 @@ static bool page_is_zero(const void *p)
 }
 
 /* Applies fn to each maximal run of consecutive indices among v[0..n) whose
- * entry passes keep (which may be NULL for all). */
+ * entry passes keep (which may be NULL for all) and whose protection and
+ * lock are the same (a run lies in one kernel mapping: UFFDIO_MOVE and
+ * UFFDIO_COPY work within one). */
 static int for_runs(const uint64_t *v, uint32_t n, bool (*keep)(uint64_t),
 		    int (*fn)(uint64_t first, uint32_t len))
 {
@@ -237,7 +239,8 @@ static int for_runs(const uint64_t *v, uint32_t n, bool (*keep)(uint64_t),
 			i++;
 			continue;
 		}
-		while (j + 1 < n && v[j + 1] == v[j] + 1 && (!keep || keep(v[j + 1])))
+		while (j + 1 < n && v[j + 1] == v[j] + 1 && !((P.pt[v[j + 1]] ^ P.pt[v[j]]) & PTE_ATTRS) &&
+		       (!keep || keep(v[j + 1])))
 			j++;
 		if ((err = fn(v[i], j - i + 1)))
 			return err;
@@ -315,18 +318,24 @@ static int drop_run(uint64_t first, uint32_t len)
 	return 0;
 }
 
+/* Copies pages [first, +len) to scratch from slot pos on, through
+ * /proc/self/mem (which reads pages whatever their protection). */
+static void copy_to_scratch(uint32_t pos, uint64_t first, uint32_t len)
+{
+	size_t bytes = (size_t)len << PAGE_SHIFT;
+	ssize_t r = pread(P.memfd, P.scratch + ((size_t)pos << PAGE_SHIFT), bytes, (off_t)(uintptr_t)page_addr(first));
+
+	if (r != (ssize_t)bytes)
+		pager_die("cannot read pages to evict through /proc/self/mem", (uintptr_t)page_addr(first),
+			  r < 0 ? -errno : -EIO);
+}
+
 /* Copies the dirty victims' contents (write-protected, so stable) into
  * scratch, one pread per run. */
 static uint32_t copy_pos;
 static int copy_run(uint64_t first, uint32_t len)
 {
-	size_t bytes = (size_t)len << PAGE_SHIFT;
-	ssize_t r = pread(P.memfd, P.scratch + ((size_t)copy_pos << PAGE_SHIFT), bytes,
-			  (off_t)(uintptr_t)page_addr(first));
-
-	if (r != (ssize_t)bytes)
-		pager_die("cannot read pages to evict through /proc/self/mem", (uintptr_t)page_addr(first),
-			  r < 0 ? -errno : -EIO);
+	copy_to_scratch(copy_pos, first, len);
 	copy_pos += len;
 	return 0;
 }
@@ -358,9 +367,23 @@ static uint32_t evict_sync(const uint64_t *v, uint32_t n)
 
 /* ---- asynchronous mode ---- */
 
-enum { PARKED = 1, WRITTEN = 2 };
-static uint8_t park_state[MAX_BATCH]; /* per victim of the batch being evicted */
+/* Per victim of the batch being evicted: parked (its content in a parking
+ * slot), written since it came back, copied (not moved: the victim is still
+ * mapped) and, from bit 3, its protection (which parking area). */
+enum { PARKED = 1, WRITTEN = 2, COPIED = 4, PROT_SHIFT = 3 };
+static uint8_t park_state[MAX_BATCH];
 static uint32_t park_base;            /* victims of the batch before the current run */
+static unsigned areas_used;           /* bit per parking area this batch put pages in */
+
+/* Slot i of the parking area for protection prot (PROT_* bits). UFFDIO_MOVE
+ * moves a page only between mappings of the same protection, so there is
+ * one area per protection (P30); it refuses pages of mappings without
+ * PROT_WRITE at all: those are copied into the read-write area instead. */
+#define PROT_RW (PROT_READ | PROT_WRITE)
+static char *slot(unsigned prot, uint32_t i)
+{
+	return P.park + (((size_t)prot * MAX_BATCH + i) << PAGE_SHIFT);
+}
 
 /* Pages from slot park_base + done on that a move put into the parking
  * area without counting them. Linux 6.18 does that: when one step of a
@@ -371,10 +394,10 @@ static uint32_t park_base;            /* victims of the batch before the current
  * -EEXIST (or -EAGAIN after earlier progress). The slots of this run were
  * empty before it (each batch empties what it used) and only this run moves
  * into them, so a page found there is the victim's, moved. */
-static uint32_t moved_uncounted(uint64_t first, uint32_t done, uint32_t len)
+static uint32_t moved_uncounted(unsigned prot, uint64_t first, uint32_t done, uint32_t len)
 {
 	size_t n;
-	int err = pagemap_mapped_prefix(P.pmfd, P.park + ((size_t)(park_base + done) << PAGE_SHIFT), len - done, &n);
+	int err = pagemap_mapped_prefix(P.pmfd, slot(prot, park_base + done), len - done, &n);
 
 	if (err)
 		pager_die("cannot learn which pages a move took out", (uintptr_t)page_addr(first + done), err);
@@ -383,38 +406,82 @@ static uint32_t moved_uncounted(uint64_t first, uint32_t done, uint32_t len)
 	return (uint32_t)n;
 }
 
+static uint8_t parked(const uint64_t *written, uint32_t i, unsigned prot)
+{
+	return (uint8_t)(PARKED | ((written[i / 64] >> (i % 64)) & 1 ? WRITTEN : 0) | prot << PROT_SHIFT);
+}
+
+/* A run of victims whose mapping is not writable: the program cannot
+ * change them while the pager lock is held (mprotect takes it, prot.c), so
+ * a copy through /proc/self/mem (which reads PROT_NONE pages too) into
+ * scratch, which stays populated (1.2 us per page here, where copying into
+ * an emptied parking slot cost 9 us: a page allocated, zeroed and freed
+ * each time), is their content; evicted, they are dropped afterwards. The
+ * kernel confirms each mapping is not writable first (prot_copyable); pages
+ * of one that is stay resident this round and move the next. */
+static int copy_out_run(uint64_t first, uint32_t len, const uint64_t *written, unsigned prot)
+{
+	uint32_t done = 0, k;
+
+	while (done < len && (k = prot_copyable(first + done, len - done))) {
+		copy_to_scratch(park_base + done, first + done, k);
+		for (uint32_t i = done; i < done + k; i++)
+			park_state[park_base + i] = parked(written, i, prot) | COPIED;
+		done += k;
+	}
+	for (uint32_t i = done; i < len; i++)
+		park_state[park_base + i] = 0; /* stays resident */
+	if (done < len)
+		STAT_ADD(P.c.stats, pages_unmovable, len - done);
+	park_base += len;
+	return 0;
+}
+
 /* Scans and moves one run of victims (v[park_base..+len), indices
- * first..first+len) into the parking area. A page the kernel refuses to move
- * (shared with a forked child: -EBUSY; a mapping whose protection differs
- * from the parking area's: -EINVAL; changing under every try: -EAGAIN)
- * stays where it is. */
+ * first..first+len) into the parking area of their protection (copies
+ * them when it is not writable). A page the kernel refuses to move (shared
+ * with a forked child: -EBUSY; in a mapping other than the pager recorded,
+ * e.g. changed by a raw mprotect: -EINVAL; changing under every try:
+ * -EAGAIN) stays where it is. */
 static int park_run(uint64_t first, uint32_t len)
 {
 	uint64_t written[PAGEMAP_MAX_PAGES / 64];
-	uint32_t done = 0, busy_tried = 0, again = 0;
+	uint32_t done = 0, busy_tried = 0, again = 0, lim = len;
+	unsigned prot = pte_prot(P.pt[first]);
 	int err = pagemap_written(P.pmfd, page_addr(first), len, written);
 
 	if (err)
 		pager_die("cannot learn which pages were written (PAGEMAP_SCAN)", (uintptr_t)page_addr(first), err);
+	if (!(prot & PROT_WRITE))
+		return copy_out_run(first, len, written, prot);
+	areas_used |= 1u << prot;
 	while (done < len) {
+		uint32_t want = len - done < lim ? len - done : lim;
 		size_t moved = 0;
 		uint32_t k;
 
-		err = uffd_move(P.c.uffd, P.park + ((size_t)(park_base + done) << PAGE_SHIFT),
-				page_addr(first + done), (size_t)(len - done) << PAGE_SHIFT, &moved);
+		err = uffd_move(P.c.uffd, slot(prot, park_base + done), page_addr(first + done),
+				(size_t)want << PAGE_SHIFT, &moved);
 		k = (uint32_t)(moved >> PAGE_SHIFT);
 		if (err && !k)
-			k = moved_uncounted(first, done, len);
+			k = moved_uncounted(prot, first, done, done + want);
 		if (k)
-			busy_tried = again = 0;
+			busy_tried = again = 0, lim = len;
 		for (uint32_t i = 0; i < k; i++, done++)
-			park_state[park_base + done] = PARKED | ((written[done / 64] >> (done % 64)) & 1 ? WRITTEN : 0);
+			park_state[park_base + done] = parked(written, done, prot);
 		if (!err || k)
 			continue;
 		if (err != -EBUSY && err != -EINVAL && err != -EAGAIN)
 			pager_die("cannot move pages out to evict them", (uintptr_t)page_addr(first + done), err);
 		if (err == -EAGAIN && again++ < 3)
 			continue;
+		/* -EINVAL over several pages: the run may cross a boundary between
+		 * kernel mappings (a madvise or mprotect made one that the pager
+		 * does not see as an attribute): try the first half */
+		if (err == -EINVAL && want > 1) {
+			lim = want / 2;
+			continue;
+		}
 		/* -EBUSY: the page is not exclusively ours (a fork shared it, and a
 		 * page only read since stays marked shared even after the child
 		 * is gone). A write fault that changes nothing makes it ours
@@ -424,7 +491,7 @@ static int park_run(uint64_t first, uint32_t len)
 			STAT_ADD(P.c.stats, pages_unshared, 1);
 			continue;
 		}
-		busy_tried = again = 0;
+		busy_tried = again = 0, lim = len;
 		park_state[park_base + done++] = 0; /* stays resident */
 		STAT_ADD(P.c.stats, pages_unmovable, 1);
 	}
@@ -476,44 +543,82 @@ static void unpark(uint64_t idx, char *src)
 
 static uint32_t evict_async(const uint64_t *v, uint32_t n)
 {
-	uint32_t gone = 0;
+	uint64_t drop[MAX_BATCH];
+	uint32_t gone = 0, ndrop = 0;
 	int err;
 
 	park_base = 0;
+	areas_used = 0;
 	for_runs(v, n, NULL, park_run);
 	for (uint32_t i = 0; i < n; i++) {
-		char *src = P.park + ((size_t)i << PAGE_SHIFT);
+		uint8_t st = park_state[i];
+		char *src = st & COPIED ? P.scratch + ((size_t)i << PAGE_SHIFT) : slot(st >> PROT_SHIFT, i);
 
-		if (!(park_state[i] & PARKED))
+		if (!(st & PARKED)) {
 			keep_resident(v[i]);
-		else if (evict_parked(v[i], park_state[i], src))
+		} else if (evict_parked(v[i], st, src)) {
 			gone++;
-		else
+			if (st & COPIED) /* still mapped until dropped below */
+				drop[ndrop++] = v[i];
+		} else if (st & COPIED) {
+			keep_resident(v[i]); /* never left */
+		} else {
 			unpark(v[i], src);
+		}
 	}
+	for_runs(drop, ndrop, NULL, drop_run);
+	STAT_ADD(P.c.stats, pages_copied_out, ndrop);
 	/* empty again for the next batch's moves (UFFDIO_MOVE needs none) */
-	if ((err = raw_madvise(P.park, (size_t)n << PAGE_SHIFT, MADV_DONTNEED)))
-		pager_die("cannot empty the eviction parking area", (uintptr_t)P.park, err);
+	for (unsigned prot = 0; prot < 8; prot++)
+		if ((areas_used & 1u << prot) && (err = raw_madvise(slot(prot, 0), (size_t)n << PAGE_SHIFT, MADV_DONTNEED)))
+			pager_die("cannot empty the eviction parking area", (uintptr_t)slot(prot, 0), err);
 	return gone;
 }
 
-/* Evicts up to one batch; returns the number of pages that left residency. */
-static uint32_t evict_batch(void)
+/* Evicts victims v[0..n); returns the number of pages that left residency. */
+static uint32_t evict_victims(const uint64_t *v, uint32_t n)
 {
-	uint64_t v[MAX_BATCH], t0 = now_ns();
-	uint32_t n = evict_pick(P.ev, P.pt, P.c.evict_batch, v), gone;
+	uint64_t t0 = now_ns();
+	uint32_t gone = P.c.async ? evict_async(v, n) : evict_sync(v, n);
 
-	if (!n)
-		return 0;
-	gone = P.c.async ? evict_async(v, n) : evict_sync(v, n);
 	pager_set_resident(-(int64_t)gone);
 	STAT_ADD(P.c.stats, pages_evicted, gone);
 	STAT_ADD(P.c.stats, ns_evict, now_ns() - t0);
 	return gone;
 }
 
-/* Not while a fork is being prepared, nor while every memnode is full. */
-static bool may_evict(void) { return !__atomic_load_n(&P.no_evict, __ATOMIC_ACQUIRE) && !pools_full(); }
+/* Evicts up to one batch; returns the number of pages that left residency. */
+static uint32_t evict_batch(void)
+{
+	uint64_t v[MAX_BATCH];
+	uint32_t n = evict_pick(P.ev, P.pt, P.c.evict_batch, v);
+
+	return n ? evict_victims(v, n) : 0;
+}
+
+/* Not while a fork is being prepared, nor while every memnode is full, nor
+ * while the program has locked all its memory (mlockall). */
+static bool may_evict(void)
+{
+	return !__atomic_load_n(&P.no_evict, __ATOMIC_ACQUIRE) && !__atomic_load_n(&P.locked_all, __ATOMIC_ACQUIRE) &&
+	       !pools_full();
+}
+
+/* MADV_PAGEOUT: the program says these pages are cold; they leave now. */
+void reclaim_range(uint64_t lo, uint64_t hi)
+{
+	uint64_t v[MAX_BATCH];
+	uint32_t n = 0;
+
+	for (uint64_t i = lo; i < hi && may_evict(); i++) {
+		if (pte_resident(P.pt[i]) && !(P.pt[i] & PTE_LOCKED))
+			v[n++] = i;
+		if (n == MAX_BATCH || (n && i + 1 == hi)) {
+			evict_victims(v, n);
+			n = 0;
+		}
+	}
+}
 
 /* Every fault served over the budget is counted (budget_overshoots): all
  * memnodes full, or victims the kernel would not move (pages shared with a
@@ -580,12 +685,18 @@ int reclaim_init(void)
 		low = 2ull * P.c.evict_batch;
 	P.low_free = low;
 	P.high_free = 2 * low;
-	if (!P.c.async) {
-		P.scratch = rt_alloc((size_t)MAX_BATCH << PAGE_SHIFT);
-		return P.scratch ? 0 : -ENOMEM;
-	}
-	P.park = rt_alloc((size_t)MAX_BATCH << PAGE_SHIFT);
+	/* copies of victims: every one in synchronous mode, those of mappings
+	 * UFFDIO_MOVE refuses in asynchronous mode */
+	P.scratch = rt_alloc((size_t)MAX_BATCH << PAGE_SHIFT);
+	if (!P.scratch)
+		return -ENOMEM;
+	if (!P.c.async)
+		return 0;
+	P.park = rt_alloc((size_t)8 * MAX_BATCH << PAGE_SHIFT);
 	if (!P.park)
 		return -ENOMEM;
-	return uffd_register(P.c.uffd, P.park, (size_t)MAX_BATCH << PAGE_SHIFT, false);
+	for (unsigned prot = 0; prot < 8; prot++)
+		if (prot != PROT_RW && syscall(SYS_mprotect, slot(prot, 0), (size_t)MAX_BATCH << PAGE_SHIFT, prot))
+			return -errno;
+	return uffd_register(P.c.uffd, P.park, (size_t)8 * MAX_BATCH << PAGE_SHIFT, false);
 }

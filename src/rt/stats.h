@@ -25,7 +25,8 @@
 	X(outside_rss_bytes) X(managed_bytes) \
 	X(memnodes_drained) X(pages_migrated) X(pages_migrated_home) X(pages_lost) X(memnodes_rejoined) \
 	X(forks_lazy) X(forks_lazy_ended) X(pages_child_served) \
-	X(pages_failed_over) X(pages_rereplicated) X(pages_backup_written) X(pages_backup_read) X(preferred_node)
+	X(pages_failed_over) X(pages_rereplicated) X(pages_backup_written) X(pages_backup_read) X(preferred_node) \
+	X(locked_bytes) X(locked_all) X(pages_copied_out)
 
 struct stats {
 	uint64_t magic;
@@ -41,7 +42,8 @@ struct stats {
 	uint64_t hist_remote_ns[STATS_HIST_BUCKETS];
 };
 
-#define STATS_MAGIC 0x3353544154535843ull /* "CXSTATS3" little-endian (1: no histogram, 2: no pages_moved_uncounted) */
+#define STATS_MAGIC 0x3453544154535843ull /* "CXSTATS4" little-endian (1: no histogram, 2: no pages_moved_uncounted,
+					  * 3: no locked_bytes) */
 
 /* Creates the shared file for this process; falls back to private memory
  * (logged) so that a missing /dev/shm never stops the program. */

@@ -1,5 +1,6 @@
 /* uapi: the userfaultfd and pagemap kernel interfaces newer than Debian 12's
- * headers (Linux 6.7: UFFD_FEATURE_WP_ASYNC, PAGEMAP_SCAN; 6.8: UFFDIO_MOVE).
+ * headers (Linux 6.7: UFFD_FEATURE_WP_ASYNC, PAGEMAP_SCAN; 6.8: UFFDIO_MOVE;
+ * 6.11: PROCMAP_QUERY).
  * Defined here only when the installed headers lack them; the values are the
  * kernel's ABI and never change. */
 #ifndef COMEX_RT_UAPI_H
@@ -42,6 +43,19 @@ struct pm_scan_arg {
 	__u64 category_inverted, category_mask, category_anyof_mask, return_mask;
 };
 #define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
+#endif
+
+#ifndef PROCMAP_QUERY /* Linux 6.11: one mapping of /proc/PID/maps by address */
+#define PROCMAP_QUERY_VMA_READABLE   0x01
+#define PROCMAP_QUERY_VMA_WRITABLE   0x02
+#define PROCMAP_QUERY_VMA_EXECUTABLE 0x04
+struct procmap_query {
+	__u64 size, query_flags, query_addr;
+	__u64 vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode; /* out */
+	__u32 dev_major, dev_minor, vma_name_size, build_id_size;
+	__u64 vma_name_addr, build_id_addr;
+};
+#define PROCMAP_QUERY _IOWR('f', 17, struct procmap_query)
 #endif
 
 #endif
