@@ -17,6 +17,40 @@ PY
 fi
 # lazy-fork off: every page comes home before fork (P7), so no budget check
 compare forkeager 32M --lazy-fork false -- "$progs/prog_fork" 128
+# a daemon's parent exits right after fork: at its exit it hands the child
+# every page the child has not read yet (P29); the child then verifies all
+daemon_file() { # FILE: waits for it (the child outlives its launcher)
+  for _ in $(seq 1 $((hang_guard * 10))); do [ -s "$1" ] && return 0; sleep 0.1; done; return 1
+}
+if want forkdaemon; then
+  "$progs/prog_fork" 64 "$dir/daemon.native" >/dev/null 2>&1 && daemon_file "$dir/daemon.native" \
+    || fail forkdaemon "native run failed"
+  timeout -k 10 "$hang_guard" "$bin" run --local-mem 16M -- "$progs/prog_fork" 64 "$dir/daemon.comex" \
+    >/dev/null 2>"$dir/daemon.err" || fail forkdaemon "comex run failed"
+  if ! daemon_file "$dir/daemon.comex"; then
+    fail forkdaemon "the daemon child wrote nothing (it died or hung after its parent exited)"
+  elif ! cmp -s "$dir/daemon.native" "$dir/daemon.comex"; then
+    fail forkdaemon "the daemon child saw other memory than natively"; diff "$dir/daemon.native" "$dir/daemon.comex"
+  else
+    echo "ok: forkdaemon: $(cat "$dir/daemon.comex")"
+  fi
+  # the parent killed right after the fork cannot hand the child its pages:
+  # the child must stop with a message, never go on with zeros
+  rm -f "$dir/daemon.native"; { "$progs/prog_fork" 64 "$dir/daemon.native" crash &>/dev/null & wait $!; } 2>/dev/null
+  daemon_file "$dir/daemon.native" || fail forkcrash "native run failed"
+  timeout -k 10 "$hang_guard" "$bin" run --local-mem 16M -- "$progs/prog_fork" 64 "$dir/crash.comex" crash \
+    >/dev/null 2>"$dir/crash.err"
+  for _ in $(seq 1 $((hang_guard * 10))); do
+    [ -s "$dir/crash.comex" ] || grep -q "parent process died before handing" "$dir/crash.err" && break; sleep 0.1
+  done
+  if [ -s "$dir/crash.comex" ] && ! cmp -s "$dir/daemon.native" "$dir/crash.comex"; then
+    fail forkcrash "the child of a killed parent went on with other memory than natively"
+  elif [ -s "$dir/crash.comex" ] || grep -q "parent process died before handing" "$dir/crash.err"; then
+    echo "ok: forkcrash: $( [ -s "$dir/crash.comex" ] && echo "child had every page" || echo "child stopped with the message")"
+  else
+    fail forkcrash "the child of a killed parent neither finished nor said why it stopped"
+  fi
+fi
 compare readsys   32M budget -- "$progs/prog_readsys" 128
 compare mremap    32M budget -- "$progs/prog_mremap" 48
 compare dontneed  32M budget -- "$progs/prog_dontneed" 128

@@ -644,7 +644,7 @@ static void wait_for_faults(int ms, uint64_t now)
 	r = poll(set, (nfds_t)n, ms);
 	for (int i = 1; i < n && r > 0; i++)
 		ready |= set[i].revents != 0;
-	if (!ready && !(forkchild_frozen() && now - reaped > REAP_NS))
+	if (!ready && !(n > 1 && now - reaped > REAP_NS))
 		return;
 	forkchild_serve(now - reaped > REAP_NS);
 	reaped = now - reaped > REAP_NS ? now : reaped;
@@ -696,8 +696,7 @@ void pager_run(int cpu)
 		uint64_t now = now_ns();
 
 		if (now - idle_since < spin && !cpuload_contended(now)) {
-			if (forkchild_frozen())
-				wait_for_faults(0, now);
+			wait_for_faults(0, now);
 			__builtin_ia32_pause();
 			continue;
 		}

@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -51,6 +52,13 @@ struct child {
 	uint8_t *got;           /* shared with the child: 1 = served or discarded there */
 };
 
+/* The page before a child's byte map, shared with it. */
+struct shared {
+	int complete;           /* the parent handed it every page (release): it may outlive the parent */
+};
+
+static struct shared *shared_of(uint8_t *got) { return (struct shared *)(got - PAGE_SIZE); }
+
 static struct child kids[MAX_CHILDREN];
 static int nkids;                  /* used slots (pending or live): frames frozen while > 0 */
 static int pending = -1;           /* slot of the fork in progress (its event not read yet) */
@@ -59,6 +67,7 @@ static uint64_t *deferred;         /* (node << 32 | pfn) of frames released whil
 static uint32_t ndeferred;
 static char *runbuf;               /* RUN_PAGES pages: where a child's run is read */
 static uint8_t *lazy_got;          /* in a lazy child: its byte map (else NULL) */
+static pid_t fork_parent;          /* who forked: in a lazy child, the parent serving it */
 static const char probe_anchor[PAGE_SIZE] __attribute__((aligned(PAGE_SIZE))) = { 1 };
 
 static size_t pt_bytes(void) { return P.c.npages * sizeof(pte_t); }
@@ -73,7 +82,7 @@ static void free_slot(struct child *c)
 	rt_free(c->pt, pt_bytes());
 	rt_free(c->sum, sum_bytes());
 	if (c->got)
-		munmap(c->got, P.c.npages);
+		munmap(c->got - PAGE_SIZE, PAGE_SIZE + P.c.npages);
 	*c = (struct child){ .uffd = -1, .pidfd = -1 };
 	if (--nkids)
 		return;
@@ -125,9 +134,9 @@ int forkchild_prepare(void)
 	*c = (struct child){ .uffd = -1, .pidfd = -1, .heap_hi = P.heap_hi, .map_hi = P.map_hi };
 	c->pt = rt_alloc(pt_bytes());
 	c->sum = rt_alloc(sum_bytes());
-	c->got = mmap(NULL, P.c.npages, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (c->got == MAP_FAILED)
-		c->got = NULL;
+	c->got = mmap(NULL, PAGE_SIZE + P.c.npages, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE,
+		      -1, 0); /* a header page (struct shared), then the byte map */
+	c->got = c->got == MAP_FAILED ? NULL : c->got + PAGE_SIZE;
 	c->used = true;
 	nkids++;
 	if (!c->pt || !c->sum || !c->got) {
@@ -139,13 +148,68 @@ int forkchild_prepare(void)
 	copy_range(c, 0, c->heap_hi);
 	copy_range(c, P.c.heap_pages, c->map_hi);
 	pending = my_slot = (int)(c - kids);
+	fork_parent = getpid();
 	STAT_ADD(P.c.stats, forks_lazy, 1);
 	return 0;
 }
 
-void forkchild_in_child(void)
+/* A lazy child whose parent dies before handing it every page would read
+ * the rest as zero (the kernel drops the registration with the parent's
+ * descriptor): it stops instead. It learns of the death by its parent-death
+ * signal; the parent's normal exit hands it everything first (complete).
+ * The signal is also sent when only the thread that forked exits: then the
+ * parent lives on and nothing happens. */
+#define PDEATH_SIG SIGRTMAX
+
+static void parent_died(int sig)
+{
+	static const char msg[] = "comex: error: the parent process died before handing this forked child all "
+				  "of its pages (docs/PAGER.md P29); stopping it rather than let it read zeros\n";
+	int saved = errno;
+
+	(void)sig;
+	if (getppid() != fork_parent || !lazy_got) {
+		errno = saved;
+		return;
+	}
+	if (__atomic_load_n(&shared_of(lazy_got)->complete, __ATOMIC_ACQUIRE)) {
+		prctl(PR_SET_PDEATHSIG, 0);
+		lazy_got = NULL;
+		errno = saved;
+		return;
+	}
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		saved = errno;
+	kill(getpid(), SIGKILL);
+}
+
+static void watch_parent(void)
+{
+	struct sigaction sa = { .sa_handler = parent_died, .sa_flags = SA_RESTART };
+
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(PDEATH_SIG, &sa, NULL) || prctl(PR_SET_PDEATHSIG, PDEATH_SIG))
+		return;
+	if (getppid() != fork_parent) /* gone before the signal was armed */
+		parent_died(PDEATH_SIG);
+}
+
+/* Before an exec, and at start-up of an exec'd image: a new program does not
+ * need its old image's parent, and must not die of its signal. */
+void forkchild_forget_parent(void)
+{
+	int sig = 0;
+
+	if (lazy_got || (!prctl(PR_GET_PDEATHSIG, &sig) && sig == PDEATH_SIG))
+		prctl(PR_SET_PDEATHSIG, 0);
+	lazy_got = NULL;
+}
+
+static void in_child(void)
 {
 	lazy_got = pending >= 0 ? kids[pending].got : NULL;
+	if (lazy_got)
+		watch_parent();
 	for (int i = 0; i < MAX_CHILDREN; i++) /* the parent's to serve, not ours */
 		if (kids[i].used && kids[i].uffd >= 0)
 			close(kids[i].uffd);
@@ -154,13 +218,16 @@ void forkchild_in_child(void)
 	pending = my_slot = -1;
 }
 
-/* A failed fork's snapshot goes at once (no event will come for it). */
-void forkchild_forked(pid_t pid)
+void forkchild_after_fork(pid_t pid)
 {
 	int slot = my_slot;
 
+	if (!pid) {
+		in_child();
+		return;
+	}
 	my_slot = -1;
-	if (slot < 0 || !pid)
+	if (slot < 0)
 		return;
 	pager_lock("fork");
 	if (pid < 0) {
@@ -332,18 +399,40 @@ void forkchild_serve(bool do_reap)
 	pager_unlock();
 }
 
-bool forkchild_frozen(void) { return nkids > 0; }
+void forkchild_complete_all(void)
+{
+	if (!nkids)
+		return;
+	pager_lock("completing forked children at exit");
+	reap();
+	for (int i = 0; i < MAX_CHILDREN; i++) {
+		struct child *c = &kids[i];
 
-void forkchild_defer(unsigned node, uint32_t pfn)
+		if (!c->used || c->uffd < 0)
+			continue;
+		for (int area = 0; area < 2; area++)
+			for (uint64_t p = area ? P.c.heap_pages : 0; p < (area ? c->map_hi : c->heap_hi); p++)
+				if (servable(c, p, pte_node(c->pt[p]), pte_pfn(c->pt[p])))
+					serve_data(c, p);
+		__atomic_store_n(&shared_of(c->got)->complete, 1, __ATOMIC_RELEASE);
+		free_slot(c);
+	}
+	pager_unlock();
+}
+
+bool forkchild_defer(unsigned node, uint32_t pfn)
 {
 	static bool warned;
 
+	if (!nkids)
+		return false;
 	if (ndeferred < DEFER_MAX) {
 		deferred[ndeferred++] = (uint64_t)node << 32 | pfn;
 	} else if (!warned) { /* kept until the memnode sees us go: never freed under a child */
 		warned = true;
 		log_warn("more than %u frames freed while forked children live; the rest stay held", DEFER_MAX);
 	}
+	return true;
 }
 
 void forkchild_discarded(uint64_t idx)

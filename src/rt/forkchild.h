@@ -17,12 +17,14 @@
  * -EBUSY when too many children are served already (the caller brings every
  * page home instead, as without lazy fork). */
 int forkchild_prepare(void);
-/* In the child, right after fork: this process is a lazy child (when the
- * fork was prepared lazily); the parent's other children are not its own. */
-void forkchild_in_child(void);
-/* In the parent, with fork's result: a failed fork's snapshot is dropped, a
- * child's pid tells its exit. */
-void forkchild_forked(pid_t pid);
+/* After fork, with its result. In the child (0): this process is a lazy
+ * child (when the fork was prepared lazily), and the parent's other
+ * children are not its own. In the parent: a failed fork's snapshot is
+ * dropped, a child's pid tells its exit. */
+void forkchild_after_fork(pid_t pid);
+/* The parent is exiting: every child still served gets all its remaining
+ * pages now (a daemon's parent exits right after fork), then is let go. */
+void forkchild_complete_all(void);
 /* A UFFD_EVENT_FORK read from descriptor from_fd (no lock needed): the new
  * descriptor serves the pending snapshot's child (from the parent's own
  * descriptor), or is closed (a grandchild: its parent brought every page home
@@ -35,13 +37,16 @@ int forkchild_pollfds(struct pollfd *set, int room);
  * children, and forgets those whose address space is gone (exit, exec) when
  * reap. */
 void forkchild_serve(bool reap);
-/* True while a child may still read frames of the parent's snapshot: frames
- * are then released later (forkchild_defer) and never rewritten in place. */
-bool forkchild_frozen(void);
-void forkchild_defer(unsigned node, uint32_t pfn);
+/* While a child may still read frames of the parent's snapshot, a frame is
+ * released only later, and never rewritten in place: true when frame (node,
+ * pfn) was kept for later so (the caller neither releases nor reuses it). */
+bool forkchild_defer(unsigned node, uint32_t pfn);
 /* Child side: page idx of the inherited table is discarded (it must read as
  * zero from now on, never as the snapshot's copy). */
 void forkchild_discarded(uint64_t idx);
 bool forkchild_is_lazy_child(void);
+/* Before an exec (and at start-up): this process no longer depends on the
+ * parent that served it, nor dies with it. */
+void forkchild_forget_parent(void);
 
 #endif

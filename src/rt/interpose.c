@@ -35,6 +35,7 @@
 #endif
 
 #include "foreign.h"
+#include "forkchild.h"
 #include "log.h"
 #include "pager.h"
 #include "prot.h"
@@ -534,3 +535,33 @@ EXPORT pid_t fork(void)
 	errno = err;
 	return pid;
 }
+
+/* ---- exec ---- */
+
+/* A parent that execs first hands its lazy children (P29) every page they
+ * have not read, as at exit. A lazy child that execs no longer needs the
+ * parent that served it, and the new program must not die of its
+ * parent-death signal; the runtime of the new image forgets that signal
+ * too, for exec calls that bypass these (execl and its kin). */
+#define EXEC_WRAPPER(name, params, args)						\
+	EXPORT int name params								\
+	{										\
+		static int (*next) params;						\
+											\
+		if (!next)								\
+			next = (int (*) params)dlsym(RTLD_NEXT, #name);			\
+		if (!next) {								\
+			errno = ENOSYS;							\
+			return -1;							\
+		}									\
+		locale_t l = rt_enter();						\
+											\
+		pager_exit(); /* UCX may allocate: as a runtime thread */		\
+		forkchild_forget_parent();						\
+		rt_leave(l);								\
+		return next args;							\
+	}
+EXEC_WRAPPER(execve, (const char *path, char *const argv[], char *const envp[]), (path, argv, envp))
+EXEC_WRAPPER(execv, (const char *path, char *const argv[]), (path, argv))
+EXEC_WRAPPER(execvp, (const char *file, char *const argv[]), (file, argv))
+EXEC_WRAPPER(execvpe, (const char *file, char *const argv[], char *const envp[]), (file, argv, envp))

@@ -95,10 +95,8 @@ void pager_became_resident(uint64_t idx, unsigned state, unsigned node, uint32_t
 
 void pager_release_frame(unsigned node, uint32_t pfn)
 {
-	if (forkchild_frozen()) { /* a forked child may still read it */
-		forkchild_defer(node, pfn);
+	if (forkchild_defer(node, pfn)) /* a forked child may still read it */
 		return;
-	}
 	if (!client_release(P.c.client, node, pfn, 1)) {
 		STAT_ADD(P.c.stats, frames_released, 1);
 		__atomic_fetch_sub(&P.c.stats->frames_held[node], 1, __ATOMIC_RELAXED);
@@ -683,7 +681,7 @@ void pager_fork(int phase)
 		pager_unlock();
 		return;
 	case FORK_CHILD:
-		forkchild_in_child();
+		forkchild_after_fork(0);
 		P.detached = true;
 		pthread_mutex_init(&P.lock, NULL);
 		close(P.c.uffd);
@@ -694,5 +692,11 @@ void pager_fork(int phase)
 void pager_fork_result(pid_t pid)
 {
 	if (!P.detached && P.pt)
-		forkchild_forked(pid);
+		forkchild_after_fork(pid);
+}
+
+void pager_exit(void)
+{
+	if (!P.detached && P.pt)
+		forkchild_complete_all();
 }

@@ -61,5 +61,7 @@ bool pager_fits(size_t len);
 void pager_fork(int phase);
 /* fork's result in the parent (the interposed fork), after the phases. */
 void pager_fork_result(pid_t pid);
+/* The program is exiting: forked children still served get their pages. */
+void pager_exit(void);
 
 #endif

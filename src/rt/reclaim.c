@@ -264,10 +264,8 @@ static bool evict_dirty(uint64_t idx, const char *src)
 		STAT_ADD(P.c.stats, pages_dropped_zero, 1);
 		return true;
 	}
-	if ((P.pt[idx] & PTE_KEEP) && forkchild_frozen()) { /* a forked child may still read the old content */
-		pager_release_frame(pte_node(P.pt[idx]), pte_pfn(P.pt[idx]));
-		P.pt[idx] &= ~PTE_KEEP;
-	}
+	if ((P.pt[idx] & PTE_KEEP) && forkchild_defer(pte_node(P.pt[idx]), pte_pfn(P.pt[idx])))
+		P.pt[idx] &= ~PTE_KEEP; /* a forked child may still read the old content */
 	if (P.pt[idx] & PTE_KEEP) {
 		node = pte_node(P.pt[idx]);
 		pfn = pte_pfn(P.pt[idx]);

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "membership.h"
 #include "options.h"
+#include "forkchild.h"
 #include "pager.h"
 #include "placement.h"
 #include "pte.h"
@@ -281,6 +282,7 @@ __attribute__((constructor(101))) static void rt_init(void)
 	int uffd, err;
 
 	rt_early();
+	forkchild_forget_parent(); /* an exec'd lazy child's signal (P29) */
 	if (!rt_heap_lo)
 		return;
 	rt_internal++;
@@ -344,6 +346,7 @@ __attribute__((destructor)) static void rt_fini(void)
 	if (rt_mode != RT_MANAGED || !stats)
 		return; /* also in a forked child: its parent reports */
 	rt_internal++;
+	pager_exit();
 	rss = rss_bytes();
 	stats->outside_rss_bytes = rss > stats->resident_bytes ? rss - stats->resident_bytes : 0;
 	if (*path && root && atoi(root) == getpid())

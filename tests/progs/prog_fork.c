@@ -5,8 +5,16 @@
  * own, and its writes must not show in the parent (nor the parent's later
  * writes in it). A second round forks again after the parent changed half of
  * its memory, and that child forks a grandchild that checks too. Children
- * report their checksums through a MAP_SHARED page. */
+ * report their checksums through a MAP_SHARED page.
+ *   prog_fork [MiB [DAEMON_FILE]]: then, as a daemon's parent does, the
+ * parent forks once more and exits at once; that child waits until its
+ * parent is gone, verifies every page and writes the checksum line into
+ * DAEMON_FILE (through a temporary file and rename).
+ *   prog_fork MiB DAEMON_FILE crash: the parent kills itself (SIGKILL)
+ * right after that fork instead of exiting. */
 #include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -88,6 +96,32 @@ static void wait_ok(pid_t pid, const char *who)
 		die("%s failed (status %#x)", who, st);
 }
 
+/* The child outlives its parent, which exits right after fork. */
+static void daemon_round(const char *path, uint64_t h, bool crash)
+{
+	pid_t parent = getpid(), pid;
+	char tmp[4096];
+	FILE *f;
+
+	fflush(stdout);
+	if ((pid = fork()) < 0)
+		die("fork 3");
+	if (pid > 0 && crash)
+		kill(getpid(), SIGKILL);
+	if (pid > 0)
+		return;
+	while (getppid() == parent)
+		usleep(1000);
+	verify_all(0xB3, "daemon child after its parent exited");
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	if (!(f = fopen(tmp, "w")))
+		die("%s: %s", tmp, strerror(errno));
+	fprintf(f, "daemon child: checksum %016" PRIx64 " (parent's %016" PRIx64 ")\n", sum_all(), h);
+	if (fclose(f) || rename(tmp, path))
+		die("%s: %s", path, strerror(errno));
+	_exit(0);
+}
+
 int main(int argc, char **argv)
 {
 	size_t size = arg_mib(argc, argv, 1, 128);
@@ -164,5 +198,7 @@ int main(int argc, char **argv)
 	atomic_store(&stop_bg, 1);
 	pthread_join(th, NULL);
 	printf("fork: %zu MiB, checksums %016" PRIx64 " %016" PRIx64 ", ok\n", size / MiB, h1, h2);
+	if (argc > 2)
+		daemon_round(argv[2], h2, argc > 3 && !strcmp(argv[3], "crash"));
 	return 0;
 }
