@@ -61,7 +61,7 @@ QUICK = {"size_mib": 16, "passes": 1, "write_pct": 10, "seed": 1, "runs": 1}
 PATTERNS = ("seq", "rand", "stride")
 LEVELS = ("fits", "100", "50", "25")
 DEFAULT_LEVELS = ("fits", "50", "25")
-VARIANTS = ("policy", "spin", "writebehind")
+VARIANTS = ("policy", "spin", "writebehind", "reclaimer")
 PAGE = 4096
 STRIDE = 16                          # pager_bench --pattern stride default
 FAULT_NS = 2000                      # a timed touch slower than this is a fault
@@ -117,6 +117,8 @@ VARIANT_CONFIGS = {
              Config("25% spin 200us", "25", spin="200us", group="spin")],
     "writebehind": [Config("50% write-behind off", "50", extra=("--write-behind=false",), group="writebehind"),
                     Config("25% write-behind off", "25", extra=("--write-behind=false",), group="writebehind")],
+    "reclaimer": [Config("50% reclaimer", "50", extra=("--reclaimer=true",), group="reclaimer"),
+                  Config("25% reclaimer", "25", extra=("--reclaimer=true",), group="reclaimer")],
 }
 NATIVE = Config("native")
 
@@ -537,6 +539,9 @@ def variant_sections(results):
     if "writebehind" in groups:
         s.append("## Write-behind on (default) / off (P26)\n\n"
                  f"{variant_table(results, 'writebehind', ('50%', '25%'))}\n")
+    if "reclaimer" in groups:
+        s.append("## Reclaimer thread off (default) / on (P18)\n\n"
+                 f"{variant_table(results, 'reclaimer', ('50%', '25%'))}\n")
     return "\n".join(s)
 
 

@@ -23,6 +23,7 @@
  * with ESRCH instead of ENOENT). */
 #include <errno.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <string.h>
@@ -168,7 +169,7 @@ static void parent_died(int sig)
 	int saved = errno;
 
 	(void)sig;
-	if (getppid() != fork_parent || !lazy_got) {
+	if (getppid() == fork_parent || !lazy_got) { /* a thread of it exited; it lives */
 		errno = saved;
 		return;
 	}
@@ -407,7 +408,13 @@ void forkchild_complete_all(void)
 	reap();
 	for (int i = 0; i < MAX_CHILDREN; i++) {
 		struct child *c = &kids[i];
+		uint64_t t0 = now_ns();
 
+		/* a fork that returned has had its event read, but the handler
+		 * may not have stored the descriptor yet (forkchild_event) */
+		while (c->used && c->pid > 0 && __atomic_load_n(&c->uffd, __ATOMIC_ACQUIRE) < 0 &&
+		       now_ns() - t0 < 1000000000ull)
+			sched_yield();
 		if (!c->used || c->uffd < 0)
 			continue;
 		for (int area = 0; area < 2; area++)
