@@ -324,7 +324,12 @@ static void serve_data(struct child *c, uint64_t idx)
 		STAT_ADD(P.c.stats, pages_child_served, done >> PAGE_SHIFT);
 		i += (done >> PAGE_SHIFT) + (err == -EEXIST); /* the child has that one */
 		if (err && err != -EEXIST)
-			break; /* -EAGAIN (its mappings change) or gone: it faults again */
+			break; /* -ENOENT: the run crosses a mapping of the child's; -EAGAIN: they change */
+	}
+	/* the faulting page alone lies in one registered mapping */
+	if (!c->got[idx] && !uffd_copy(c->uffd, page_addr(idx), runbuf + ((idx - lo) << PAGE_SHIFT), PAGE_SIZE, 0, NULL)) {
+		c->got[idx] = 1;
+		STAT_ADD(P.c.stats, pages_child_served, 1);
 	}
 	uffd_wake(c->uffd, page_addr(idx), PAGE_SIZE);
 }
@@ -341,7 +346,9 @@ static void serve_zero(struct child *c, uint64_t idx)
 	while (hi < idx + ZERO_PAGES && hi < P.c.npages && hi != P.c.heap_pages &&
 	       !servable(c, hi, pte_node(c->pt[hi]), pte_pfn(c->pt[hi])) && pte_state(c->pt[hi]) != PTE_LOST)
 		hi++;
-	if (uffd_zero(c->uffd, page_addr(idx), (hi - idx) << PAGE_SHIFT, &z) && !z)
+	/* a window that crosses a mapping of the child's (-ENOENT): the page alone */
+	if (uffd_zero(c->uffd, page_addr(idx), (hi - idx) << PAGE_SHIFT, &z) && !z &&
+	    uffd_zero(c->uffd, page_addr(idx), PAGE_SIZE, &z))
 		uffd_wake(c->uffd, page_addr(idx), PAGE_SIZE);
 	for (uint64_t i = idx; i < idx + (z >> PAGE_SHIFT); i++)
 		c->got[i] = 1;

@@ -363,6 +363,9 @@ EXPORT int madvise(void *addr, size_t len, int advice)
 
 			return err ? fail_int(err) : 0;
 		}
+		case MADV_WIPEONFORK:
+			pager_wipe_on_fork();
+			break;
 		}
 	}
 	return (int)syscall(SYS_madvise, addr, len, advice);

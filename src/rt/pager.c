@@ -639,7 +639,7 @@ static bool any_away(bool read)
 static void fork_prepare(void)
 {
 	__atomic_store_n(&P.no_evict, 1, __ATOMIC_RELEASE);
-	if (P.c.lazy_fork) {
+	if (P.c.lazy_fork && !__atomic_load_n(&P.wipe_on_fork, __ATOMIC_ACQUIRE)) {
 		pager_lock("fork");
 		reclaim_flush_all(); /* no page of the snapshot may sit in a write buffer */
 		if (!forkchild_prepare())
@@ -693,6 +693,14 @@ void pager_fork_result(pid_t pid)
 {
 	if (!P.detached && P.pt)
 		forkchild_after_fork(pid);
+}
+
+/* A child must find a MADV_WIPEONFORK range zero, not the snapshot's
+ * copy, and the pager keeps no per-page record of it: forks are eager from
+ * now on (P29). */
+void pager_wipe_on_fork(void)
+{
+	__atomic_store_n(&P.wipe_on_fork, true, __ATOMIC_RELEASE);
 }
 
 void pager_exit(void)

@@ -63,5 +63,7 @@ void pager_fork(int phase);
 void pager_fork_result(pid_t pid);
 /* The program is exiting: forked children still served get their pages. */
 void pager_exit(void);
+/* The program asked for MADV_WIPEONFORK inside the region. */
+void pager_wipe_on_fork(void);
 
 #endif

@@ -51,6 +51,7 @@ struct pager {
 				       * (WP only) as UFFDIO_MOVE's target (reclaim.c) */
 	int no_evict;                 /* set while preparing a fork (atomic) */
 	int forking;                  /* a fork holds the lock and waits for its event to be read (atomic) */
+	bool wipe_on_fork;            /* the program used MADV_WIPEONFORK in the region: forks are eager */
 	int reading_unlocked;         /* handlers reading outside the lock (atomic); counted down before relocking */
 	int locked_all;               /* mlockall in effect: nothing is evicted (atomic) */
 	uint64_t locked;              /* pages marked PTE_LOCKED */
