@@ -170,21 +170,33 @@ static void check_sum(uint64_t i, char *copy)
 }
 
 /* One read of count frames from pfn on node into dst, for pages idx,
- * idx + step, ...; when it fails they are read from their other copies,
- * else the program stops naming page idx, whose only copy that was. */
-static void remote_read(unsigned node, uint32_t pfn, uint32_t count, void *dst, uint64_t idx, uint64_t step)
+ * idx + step, ..., counted; with fail_over, one that fails is read from
+ * the pages' other copies (under the pager lock only). */
+static int read_counted(unsigned node, uint32_t pfn, uint32_t count, void *dst, uint64_t idx, uint64_t step,
+			bool fail_over)
 {
 	uint64_t t0 = now_ns();
 	int err = client_read(P.c.client, node, pfn, count, dst);
 
-	if (err)
+	if (err && fail_over)
 		err = replica_failover(node, idx, step, count, dst);
 	STAT_ADD(P.c.stats, ns_read, now_ns() - t0);
 	if (err)
-		pager_die("a memnode failed while reading back a page that exists nowhere else",
-			  (uintptr_t)page_addr(idx), err);
+		return err;
 	STAT_ADD(P.c.stats, remote_reads, 1);
 	STAT_ADD(P.c.stats, bytes_read, (uint64_t)count << PAGE_SHIFT);
+	return 0;
+}
+
+/* read_counted with failover; a failure stops the program naming page idx,
+ * whose only copy that was. */
+static void remote_read(unsigned node, uint32_t pfn, uint32_t count, void *dst, uint64_t idx, uint64_t step)
+{
+	int err = read_counted(node, pfn, count, dst, idx, step, true);
+
+	if (err)
+		pager_die("a memnode failed while reading back a page that exists nowhere else",
+			  (uintptr_t)page_addr(idx), err);
 }
 
 /* One remote read of [lo, hi) (COMEX §4.4) into idx's read-buffer slot. */
@@ -376,18 +388,11 @@ static void read_runs(const struct run *runs, unsigned n, unsigned node, bool *f
 {
 	for (unsigned r = 0; r < n; r++) {
 		uint32_t count = (uint32_t)((runs[r].b - runs[r].a) / step + 1);
-		uint64_t t0 = now_ns();
 
-		if (!failed) {
+		if (failed)
+			failed[r] = read_counted(node, runs[r].pfn, count, landed(runs[r].a), runs[r].a, step, false) != 0;
+		else
 			remote_read(node, runs[r].pfn, count, landed(runs[r].a), runs[r].a, step);
-			continue;
-		}
-		failed[r] = client_read(P.c.client, node, runs[r].pfn, count, landed(runs[r].a)) != 0;
-		STAT_ADD(P.c.stats, ns_read, now_ns() - t0);
-		if (!failed[r]) {
-			STAT_ADD(P.c.stats, remote_reads, 1);
-			STAT_ADD(P.c.stats, bytes_read, (uint64_t)count << PAGE_SHIFT);
-		}
 	}
 }
 

@@ -81,12 +81,17 @@ static inline uint64_t now_ns(void)
 
 /* The pager lock, taken for why (a static string the watchdog reports when
  * the lock is held too long or a fault handler waits for it). */
-static inline void pager_lock(const char *why)
+static inline void pager_note_holder(const char *why)
 {
-	pthread_mutex_lock(&P.lock);
 	P.held_why = why;
 	P.held_tid = (int)syscall(SYS_gettid);
 	__atomic_store_n(&P.held_since, now_ns(), __ATOMIC_RELEASE);
+}
+
+static inline void pager_lock(const char *why)
+{
+	pthread_mutex_lock(&P.lock);
+	pager_note_holder(why);
 }
 
 /* pager_lock, giving up after ns nanoseconds (false) */
@@ -99,9 +104,7 @@ static inline bool pager_lock_within(const char *why, uint64_t ns)
 	ts.tv_nsec = (long)(((uint64_t)ts.tv_nsec + ns) % 1000000000);
 	if (pthread_mutex_timedlock(&P.lock, &ts))
 		return false;
-	P.held_why = why;
-	P.held_tid = (int)syscall(SYS_gettid);
-	__atomic_store_n(&P.held_since, now_ns(), __ATOMIC_RELEASE);
+	pager_note_holder(why);
 	return true;
 }
 
@@ -115,9 +118,7 @@ static inline void pager_cond_wait(pthread_cond_t *c, const char *why)
 {
 	__atomic_store_n(&P.held_since, 0, __ATOMIC_RELEASE);
 	pthread_cond_wait(c, &P.lock);
-	P.held_why = why;
-	P.held_tid = (int)syscall(SYS_gettid);
-	__atomic_store_n(&P.held_since, now_ns(), __ATOMIC_RELEASE);
+	pager_note_holder(why);
 }
 
 static inline char *page_addr(uint64_t idx) { return P.c.base + (idx << PAGE_SHIFT); }
