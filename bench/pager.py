@@ -61,7 +61,7 @@ QUICK = {"size_mib": 16, "passes": 1, "write_pct": 10, "seed": 1, "runs": 1}
 PATTERNS = ("seq", "rand", "stride")
 LEVELS = ("fits", "100", "50", "25")
 DEFAULT_LEVELS = ("fits", "50", "25")
-VARIANTS = ("policy", "spin", "writebehind", "reclaimer")
+VARIANTS = ("policy", "spin", "writebehind", "reclaimer", "yield", "pool")
 PAGE = 4096
 STRIDE = 16                          # pager_bench --pattern stride default
 FAULT_NS = 2000                      # a timed touch slower than this is a fault
@@ -119,6 +119,10 @@ VARIANT_CONFIGS = {
                     Config("25% write-behind off", "25", extra=("--write-behind=false",), group="writebehind")],
     "reclaimer": [Config("50% reclaimer", "50", extra=("--reclaimer=true",), group="reclaimer"),
                   Config("25% reclaimer", "25", extra=("--reclaimer=true",), group="reclaimer")],
+    "yield": [Config("50% handler pauses", "50", extra=("--handler-yield=false",), group="yield"),
+              Config("25% handler pauses", "25", extra=("--handler-yield=false",), group="yield")],
+    "pool": [Config("50% growing pool", "50", extra=("--embedded-pool=auto",), group="pool"),
+             Config("25% growing pool", "25", extra=("--embedded-pool=auto",), group="pool")],
 }
 NATIVE = Config("native")
 
@@ -186,9 +190,10 @@ def embedded_pool_flag(w):
 
 
 def comex_cmd(ctx, cfg, local_mem, stats_path):
-    """`comex run` with the configuration's flags, then the pool, then the
-    user's --comex-flag ones (the last occurrence of an option wins)."""
-    return [ctx["comex"], "run", *cfg.flags(local_mem), embedded_pool_flag(ctx["workload"]),
+    """`comex run` with the pool, then the configuration's flags (a variant
+    may choose another pool), then the user's --comex-flag ones (the last
+    occurrence of an option wins)."""
+    return [ctx["comex"], "run", embedded_pool_flag(ctx["workload"]), *cfg.flags(local_mem),
             *ctx["comex_flags"], f"--stats-json={stats_path}", "--"]
 
 
@@ -504,7 +509,7 @@ def level_table(results, pattern):
         c = r.get("counters", {})
         lm = mib(c["local_mem_bytes"]) if c else "–"
         rows.append(f"| {r['config']} | {lm} | {sec(r['total_s'])} | {fx(r['slowdown']['total_s'])} | "
-                    f"{sec(r['access_s'])} | {fx(r['slowdown']['access_s'])} | {r['ns_per_page']['median']:.0f} | "
+                    f"{sec(r['fill_s'])} | {sec(r['access_s'])} | {fx(r['slowdown']['access_s'])} | {r['ns_per_page']['median']:.0f} | "
                     f"{r['wall_s']['median']:.2f} | {r['cpu_s']['median']:.1f} | "
                     f"{r['faults']['faults_remote']['count'] if c else '–'} | "
                     f"{mib(c['bytes_read']) if c else '–'} | {mib(c['bytes_written']) if c else '–'} |")
@@ -512,9 +517,9 @@ def level_table(results, pattern):
 
 
 def variant_table(results, group, base_names):
-    rows = ["| pattern | config | access s (min–max) | slowdown | remote faults | pages/remote read | "
+    rows = ["| pattern | config | fill s | access s (min–max) | slowdown | remote faults | pages/remote read | "
             "pages evicted | dropped clean | MiB read | µs/remote fault (handler) | µs/fault (program) | CPU s |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         if r["config"] not in base_names and r["group"] != group:
             continue
@@ -522,7 +527,7 @@ def variant_table(results, group, base_names):
             continue
         c = r["counters"]
         rows.append(f"| {r['pattern']} | {r['config']}{'' if r['group'] == group else ' (clock, spin 50us)'} | "
-                    f"{sec(r['access_s'])} | {fx(r['slowdown']['access_s'])} | {r['faults']['faults_remote']['count']} | "
+                    f"{sec(r['fill_s'])} | {sec(r['access_s'])} | {fx(r['slowdown']['access_s'])} | {r['faults']['faults_remote']['count']} | "
                     f"{r['pages_per_remote_read'] or '–'} | {c['pages_evicted']} | {c['pages_dropped_clean']} | "
                     f"{mib(c['bytes_read'])} | {fus(r['faults']['faults_remote']['us'])} | "
                     f"{fus(r['observed_us_per_access_fault'])} | {r['cpu_s']['median']:.1f} |")
@@ -542,6 +547,12 @@ def variant_sections(results):
     if "reclaimer" in groups:
         s.append("## Reclaimer thread off (default) / on (P18)\n\n"
                  f"{variant_table(results, 'reclaimer', ('50%', '25%'))}\n")
+    if "yield" in groups:
+        s.append("## Spinning handler yields (default) / pauses (P32)\n\n"
+                 f"{variant_table(results, 'yield', ('50%', '25%'))}\n")
+    if "pool" in groups:
+        s.append("## Embedded pool fixed (populated at start) / growing with the program (P31)\n\n"
+                 f"{variant_table(results, 'pool', ('50%', '25%'))}\n")
     return "\n".join(s)
 
 

@@ -20,38 +20,16 @@
 #include "log.h"
 #include "memnode_metrics.h"
 #include "options.h"
+#include "pool.h"
 #include "proto.h"
 #include "serve.h"
 #include "sysmem.h"
 #include "transport.h"
 
 #define FRAME_SIZE 4096ull
-#define HUGE_SIZE (2ull << 20)
 /* A client that was told to go (bad token, BYE) gets this long to read the
  * reply and hang up before we force the connection closed. */
 #define CLOSE_GRACE_NS 1000000000ull
-/* A growing pool (pool-max) commits memory in whole order-10 blocks, at
- * least GROW_MIN at a time or a quarter of what it has, and leaves 1/32 of
- * the memory we may use (cgroup limit, else RAM) unused, within
- * GROW_RESERVE_MIN..MAX. After a refused growth it answers NACK without
- * looking again for GROW_RETRY_NS. */
-#define GROW_ALIGN (4ull << 20)
-#define GROW_MIN (64ull << 20)
-#define GROW_RESERVE_MIN (32ull << 20)
-#define GROW_RESERVE_MAX (1ull << 30)
-#define GROW_RETRY_NS 100000000ull
-
-/* The pool: [base, base + committed) is populated (and locked if asked);
- * a growing pool reserves [base, base + max) up front, committing it as
- * clients need frames. A fixed one has committed == max. */
-struct pool {
-	uint8_t *base;
-	uint64_t committed, max;
-	bool lock, lock_warned, full_logged;
-	uint64_t retry_at;     /* monotonic ns before which growth is not tried */
-	uint64_t host_reserve; /* option host-reserve: growth leaves at least this to the host */
-};
-
 struct mconn {
 	uint32_t conn;           /* serve.c connection id; 0 once disconnected */
 	struct tp_ep *ep;
@@ -87,125 +65,6 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-/* Populates [committed, committed + bytes) of the pool and locks it; undone
- * (the range given back) when the kernel cannot populate it. */
-static int pool_commit(struct pool *p, uint64_t bytes)
-{
-	uint8_t *at = p->base + p->committed;
-
-	int err = madvise(at, bytes, MADV_POPULATE_WRITE) ? -errno : 0;
-
-	if (err == -EINVAL) {
-		memset(at, 0, bytes); /* a kernel before 5.14 */
-	} else if (err) {
-		log_warn("cannot populate %llu MiB of the pool at %llu MiB: %m",
-			 (unsigned long long)(bytes >> 20), (unsigned long long)(p->committed >> 20));
-		madvise(at, bytes, MADV_DONTNEED);
-		return err;
-	}
-	if (p->lock && mlock(at, bytes) && !p->lock_warned) {
-		log_warn("cannot lock %llu MiB of the pool in RAM (%m); it may be swapped: raise RLIMIT_MEMLOCK "
-			 "(ulimit -l) or run as root", (unsigned long long)(bytes >> 20));
-		p->lock_warned = true;
-	}
-	p->committed += bytes;
-	return 0;
-}
-
-/* A fixed pool: hugetlbfs pages when reserved, else THP via madvise, else
- * 4 KiB pages, populated now so that the first client write does not pay
- * for it. A growing pool: max bytes of address space reserved (no memory,
- * no commit charge), of which bytes are populated now. */
-static int pool_create(struct pool *p, uint64_t bytes, uint64_t max, bool huge)
-{
-	void *a = MAP_FAILED;
-	int err;
-
-	if (huge && max == bytes && bytes % HUGE_SIZE == 0)
-		a = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE, -1, 0);
-	if (a != MAP_FAILED) {
-		p->base = a;
-		p->committed = p->max = bytes;
-		if (p->lock && mlock(a, bytes))
-			log_warn("cannot lock the %llu-byte pool in RAM (%m); it may be swapped: raise "
-				 "RLIMIT_MEMLOCK (ulimit -l) or run as root", (unsigned long long)bytes);
-		return 0;
-	}
-	a = mmap(NULL, max, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (a == MAP_FAILED) {
-		log_error("cannot map a pool of %llu MiB: %m", (unsigned long long)(max >> 20));
-		return -ENOMEM;
-	}
-	if (huge)
-		madvise(a, max, MADV_HUGEPAGE);
-	p->base = a;
-	p->max = max;
-	p->committed = 0;
-	err = pool_commit(p, bytes);
-	if (err) {
-		munmap(a, max);
-		return err;
-	}
-	return 0;
-}
-
-static uint64_t grow_reserve(void)
-{
-	uint64_t lim = sysmem_cgroup_limit();
-	uint64_t r = (lim == UINT64_MAX ? sysmem_total() : lim) / 32;
-
-	return r < GROW_RESERVE_MIN ? GROW_RESERVE_MIN : r > GROW_RESERVE_MAX ? GROW_RESERVE_MAX : r;
-}
-
-/* serve's grow(): commits the next step of a growing pool unless the host
- * cannot spare it. A refusal is logged once per time the pool fills up and
- * turns into a NACK for the client (which keeps its pages resident and
- * counts a budget overshoot) rather than an OOM kill of this process. */
-static int pool_grow(void *arg, uint32_t frames, uint32_t need, uint32_t *frames_out)
-{
-	struct pool *p = arg;
-	uint64_t step = p->committed / 4 > GROW_MIN ? p->committed / 4 : GROW_MIN;
-	uint64_t need_bytes = ((uint64_t)need * FRAME_SIZE + GROW_ALIGN - 1) & ~(GROW_ALIGN - 1);
-	uint64_t avail, reserve, spare, now = now_ns();
-	int err;
-
-	(void)frames; /* == committed / FRAME_SIZE */
-	if (now < p->retry_at)
-		return -ENOMEM;
-	step = (step + GROW_ALIGN - 1) & ~(GROW_ALIGN - 1);
-	if (step > p->max - p->committed)
-		step = p->max - p->committed;
-	avail = sysmem_available();
-	reserve = grow_reserve();
-	if (reserve < p->host_reserve)
-		reserve = p->host_reserve;
-	spare = avail > reserve ? (avail - reserve) & ~(GROW_ALIGN - 1) : 0;
-	if (step > spare)
-		step = spare;
-	if (step < need_bytes) {
-		if (!p->full_logged)
-			log_warn("pool full at %llu MiB: the host has %llu MiB available and %llu MiB stay in "
-				 "reserve; ALLOCs get NACK until memory is freed",
-				 (unsigned long long)(p->committed >> 20), (unsigned long long)(avail >> 20),
-				 (unsigned long long)(reserve >> 20));
-		p->full_logged = true;
-		p->retry_at = now + GROW_RETRY_NS;
-		return -ENOMEM;
-	}
-	err = pool_commit(p, step);
-	if (err) {
-		p->retry_at = now + GROW_RETRY_NS;
-		return err;
-	}
-	log_info("pool grown to %llu MiB (+%llu MiB, %llu MiB of the host's memory available before)",
-		 (unsigned long long)(p->committed >> 20), (unsigned long long)(step >> 20),
-		 (unsigned long long)(avail >> 20));
-	p->full_logged = false;
-	*frames_out = (uint32_t)(p->committed / FRAME_SIZE);
-	return 0;
 }
 
 /* Claims a core for busy-polling so that no two memnodes on this machine spin
@@ -542,7 +401,7 @@ int memnode_main(const struct options *o)
 	struct tp_listen_info li;
 	struct serve_config sc;
 	uint64_t bytes = opt_num(o, OPT_POOL) & ~(FRAME_SIZE - 1), max = opt_num(o, OPT_POOL_MAX);
-	struct pool pool = { .lock = opt_num(o, OPT_MLOCK), .host_reserve = opt_num(o, OPT_HOST_RESERVE) };
+	struct pool *pool;
 	struct http_metrics *metrics = NULL;
 	uint64_t spin = opt_num(o, OPT_IDLE_SPIN);
 	bool use_token, rma = !strcmp(opt_str(o, OPT_DATA_PATH), "rma");
@@ -558,8 +417,8 @@ int memnode_main(const struct options *o)
 		return -EINVAL;
 	}
 	if (max > bytes) { /* growing: whole order-10 blocks */
-		bytes = (bytes + GROW_ALIGN - 1) & ~(GROW_ALIGN - 1);
-		max &= ~(GROW_ALIGN - 1);
+		bytes = (bytes + POOL_GROW_ALIGN - 1) & ~(POOL_GROW_ALIGN - 1);
+		max &= ~(POOL_GROW_ALIGN - 1);
 		if (max < bytes)
 			max = bytes;
 	} else {
@@ -576,7 +435,8 @@ int memnode_main(const struct options *o)
 	err = load_auth(o, &tok, &use_token);
 	if (err)
 		return err;
-	err = pool_create(&pool, bytes, max, opt_num(o, OPT_HUGEPAGES));
+	err = pool_create(bytes, max, opt_num(o, OPT_HUGEPAGES), opt_num(o, OPT_MLOCK), opt_num(o, OPT_HOST_RESERVE),
+			  &pool);
 	if (err)
 		return err;
 	/* a memnode restarted on its port must listen at once, although the
@@ -585,22 +445,24 @@ int memnode_main(const struct options *o)
 	err = tp_create(&cb, (rma ? TP_RMA : 0) | (opt_num(o, OPT_SHM) ? TP_SHM : 0), &m.tp);
 	if (err)
 		goto cleanup_pool;
-	err = tp_listen(m.tp, opt_str(o, OPT_LISTEN), pool.base, max, &li);
+	err = tp_listen(m.tp, opt_str(o, OPT_LISTEN), pool_base(pool), max, &li);
 	if (err)
 		goto cleanup_tp;
 	sc = (struct serve_config){
 		.pool_frames = bytes / FRAME_SIZE, .max_frames = max / FRAME_SIZE,
-		.grow = max > bytes ? pool_grow : NULL, .grow_arg = &pool,
+		.grow = max > bytes ? pool_grow : NULL, .grow_ahead = max > bytes ? pool_grow_ahead : NULL,
+		.grow_arg = pool,
 		.nid = opt_num(o, OPT_NID) ? opt_num(o, OPT_NID) : derive_nid(li.port),
 		.credits = opt_num(o, OPT_CREDITS), .max_clients = opt_num(o, OPT_MAX_CLIENTS),
-		.base = (uintptr_t)pool.base, .pool = pool.base, .rkey = li.rkey, .rkey_len = li.rkey_len,
+		.base = (uintptr_t)pool_base(pool), .pool = pool_base(pool), .rkey = li.rkey, .rkey_len = li.rkey_len,
 		.token = use_token ? &tok : NULL,
 	};
 	err = serve_create(&sc, &m.serve);
 	if (err)
 		goto cleanup_tp;
-	if (pool.host_reserve &&
-	    (err = elastic_create(m.serve, pool.base, sc.max_frames, pool.host_reserve, pool.lock, &m.elastic)))
+	if (opt_num(o, OPT_HOST_RESERVE) &&
+	    (err = elastic_create(m.serve, pool_base(pool), sc.max_frames, opt_num(o, OPT_HOST_RESERVE),
+				   opt_num(o, OPT_MLOCK), &m.elastic)))
 		goto cleanup_serve;
 	if (*opt_str(o, OPT_METRICS_LISTEN) &&
 	    (err = memnode_metrics_start(opt_str(o, OPT_METRICS_LISTEN), m.serve, sc.nid, &metrics)))
@@ -627,6 +489,6 @@ cleanup_serve:
 cleanup_tp:
 	tp_destroy(m.tp);
 cleanup_pool:
-	munmap(pool.base, pool.max);
+	pool_destroy(pool);
 	return err;
 }

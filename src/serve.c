@@ -241,6 +241,10 @@ static int on_alloc(struct req *q)
 	}
 	q->c->frames += 1u << order;
 	q->s->allocs++;
+	if (q->s->cfg.grow_ahead) {
+		buddy_stats(q->s->buddy, &bs);
+		q->s->cfg.grow_ahead(q->s->cfg.grow_arg, bs.nframes, bs.free_frames);
+	}
 	q->r->type = PROTO_CHUNK;
 	q->r->u.chunk.pfn = pfn;
 	q->r->u.chunk.count = 1u << order;

@@ -22,6 +22,9 @@ struct serve_config {
 	 * give the new count; a negative errno from it is a NACK. */
 	uint32_t max_frames;
 	int (*grow)(void *grow_arg, uint32_t frames, uint32_t need, uint32_t *frames_out);
+	/* Optional: told the pool's frames and how many are free after every
+	 * granted ALLOC, so that memory is made ahead of need; must not block. */
+	void (*grow_ahead)(void *grow_arg, uint32_t frames, uint32_t free_frames);
 	void *grow_arg;
 	uint16_t nid;
 	uint32_t credits;

@@ -17,8 +17,7 @@
 #include "client.h"
 #include "log.h"
 #include "options.h"
-
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); exit(1); } } while (0)
+#include "check.h"
 
 struct memnode_proc { pid_t pid; char addr[64]; char log[256]; };
 

@@ -8,15 +8,7 @@
 #include <unistd.h>
 
 #include "auth.h"
-
-#define CHECK(cond)                                                              \
-	do {                                                                     \
-		if (!(cond)) {                                                   \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,  \
-				__LINE__, #cond);                                \
-			exit(1);                                                 \
-		}                                                                \
-	} while (0)
+#include "check.h"
 
 static char dir[200];
 

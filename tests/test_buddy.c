@@ -9,12 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#define CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-		exit(1); \
-	} \
-} while (0)
+#include "check.h"
 
 #define NORDERS (BUDDY_MAX_ORDER + 1)
 #define NOWNERS 5u /* owners are 1..NOWNERS */

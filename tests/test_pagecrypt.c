@@ -5,14 +5,7 @@
 #include <string.h>
 
 #include "pagecrypt.h"
-
-#define CHECK(cond)                                                                                   \
-	do {                                                                                          \
-		if (!(cond)) {                                                                        \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);     \
-			exit(1);                                                                      \
-		}                                                                                     \
-	} while (0)
+#include "check.h"
 
 static uint8_t plain[PAGECRYPT_PAGE], sealed[PAGECRYPT_PAGE], older[PAGECRYPT_PAGE], page[PAGECRYPT_PAGE];
 

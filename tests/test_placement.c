@@ -5,8 +5,8 @@
 #include <time.h>
 
 #include "placement.h"
+#include "check.h"
 
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); exit(1); } } while (0)
 #define N 8
 #define DRAWS 80000
 

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 
 #include "prefetch.h"
+#include "check.h"
 
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); exit(1); } } while (0)
 #define MAXSEQ 40
 #define NONE (-1)
 

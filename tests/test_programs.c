@@ -10,8 +10,7 @@
 #include <unistd.h>
 
 #include "stats.h"
-
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); exit(1); } } while (0)
+#include "check.h"
 
 static void test_buckets(void)
 {

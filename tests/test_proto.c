@@ -7,9 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond) do { if (!(cond)) { \
-	fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-	exit(1); } } while (0)
+#include "check.h"
 
 static uint8_t token[PROTO_MAX_TOKEN], rkey[PROTO_MAX_RKEY + 1];
 static char text[PROTO_MAX_TEXT + 1];

@@ -9,8 +9,7 @@
 #include "ranges.h"
 #include "rbuf.h"
 #include "wbuf.h"
-
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); exit(1); } } while (0)
+#include "check.h"
 
 /* Random alloc/take/free against a byte map: no overlap, frees coalesce back to one extent. */
 static void test_ranges(void)

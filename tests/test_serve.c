@@ -9,15 +9,7 @@
 #include "log.h"
 #include "proto.h"
 #include "serve.h"
-
-#define CHECK(cond)                                                              \
-	do {                                                                     \
-		if (!(cond)) {                                                   \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,  \
-				__LINE__, #cond);                                \
-			exit(1);                                                 \
-		}                                                                \
-	} while (0)
+#include "check.h"
 
 #define ORDERS (BUDDY_MAX_ORDER + 1)
 #define POOL 4101u /* four order-10 blocks, then orders 2 and 0 */

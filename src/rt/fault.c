@@ -700,9 +700,16 @@ void pager_run(int cpu)
 			continue; /* only fork events */
 		uint64_t now = now_ns();
 
+		/* Spinning yields, not pauses: the thread whose fault was just
+		 * answered is often woken onto this CPU, and a pausing handler
+		 * kept it waiting there until the spin ended or the scheduler
+		 * preempted it (P32) */
 		if (now - idle_since < spin && !cpuload_contended(now)) {
 			wait_for_faults(0, now);
-			__builtin_ia32_pause();
+			if (P.c.spin_yield)
+				sched_yield();
+			else
+				__builtin_ia32_pause();
 			continue;
 		}
 		wait_for_faults(1000, now);

@@ -30,6 +30,7 @@ struct pager_config {
 	unsigned replicas;        /* copies of every evicted page on distinct memnodes (1-3) */
 	const char *backup_dir;   /* evicted pages also go to a file there ("": no backup) */
 	uint64_t spin_ns;
+	bool spin_yield;          /* the spinning handler yields between polls (else pauses) */
 	uint64_t wedge_after;     /* test hook: stop serving after this many faults (0: never) */
 	bool wedge_drop;          /* ... by reading faults and never answering them (else by hanging in one) */
 	int uffd;

@@ -197,6 +197,7 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 		.replicas = (unsigned)opt_num(&opts, OPT_REPLICAS),
 		.backup_dir = opt_str(&opts, OPT_BACKUP_DIR),
 		.spin_ns = opt_num(&opts, OPT_HANDLER_SPIN),
+		.spin_yield = opt_num(&opts, OPT_HANDLER_YIELD),
 		.wedge_after = wedge ? strtoull(wedge, NULL, 10) : drop ? strtoull(drop, NULL, 10) : 0,
 		.wedge_drop = !wedge && drop,
 		.uffd = uffd, .client = cl, .stats = stats,
