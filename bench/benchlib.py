@@ -157,5 +157,7 @@ def write_json(doc, name):
 
 
 def newest_json(name):
-    files = sorted(RESULTS_DIR.glob(f"{name}-*.json"))
+    """The newest NAME-<UTC stamp>.json; a side run saved as NAME-<what>-<stamp>.json
+    (e.g. pager-reclaimer-...) is not the page's source."""
+    files = sorted(RESULTS_DIR.glob(f"{name}-[0-9]*.json"))
     return files[-1] if files else None

@@ -534,26 +534,21 @@ def variant_table(results, group, base_names):
     return "\n".join(rows)
 
 
+# Per variant group: its section title and the levels it is compared at.
+VARIANT_SECTIONS = {
+    "policy": ("Eviction policy: clock vs fifo", ("50%", "25%")),
+    "spin": ("Fault handler spin: 0 / 50 µs / 200 µs", ("25%",)),
+    "writebehind": ("Write-behind on (default) / off (P26)", ("50%", "25%")),
+    "reclaimer": ("Reclaimer thread off (default) / on (P18)", ("50%", "25%")),
+    "yield": ("Spinning handler yields (default) / pauses (P32)", ("50%", "25%")),
+    "pool": ("Embedded pool fixed (populated at start) / growing with the program (P31)", ("50%", "25%")),
+}
+
+
 def variant_sections(results):
     groups = {r["group"] for r in results}
-    s = []
-    if "policy" in groups:
-        s.append(f"## Eviction policy: clock vs fifo\n\n{variant_table(results, 'policy', ('50%', '25%'))}\n")
-    if "spin" in groups:
-        s.append(f"## Fault handler spin: 0 / 50 µs / 200 µs\n\n{variant_table(results, 'spin', ('25%',))}\n")
-    if "writebehind" in groups:
-        s.append("## Write-behind on (default) / off (P26)\n\n"
-                 f"{variant_table(results, 'writebehind', ('50%', '25%'))}\n")
-    if "reclaimer" in groups:
-        s.append("## Reclaimer thread off (default) / on (P18)\n\n"
-                 f"{variant_table(results, 'reclaimer', ('50%', '25%'))}\n")
-    if "yield" in groups:
-        s.append("## Spinning handler yields (default) / pauses (P32)\n\n"
-                 f"{variant_table(results, 'yield', ('50%', '25%'))}\n")
-    if "pool" in groups:
-        s.append("## Embedded pool fixed (populated at start) / growing with the program (P31)\n\n"
-                 f"{variant_table(results, 'pool', ('50%', '25%'))}\n")
-    return "\n".join(s)
+    return "\n".join(f"## {title}\n\n{variant_table(results, g, levels)}\n"
+                     for g, (title, levels) in VARIANT_SECTIONS.items() if g in groups)
 
 
 def latency_table(results):
