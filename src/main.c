@@ -31,7 +31,9 @@ static int cmd_memnode(int argc, char **argv)
 		log_error("memnode takes no arguments, got '%s'", argv[first]);
 		return 2;
 	}
-	return memnode_main(&o) ? 1 : 0;
+	err = memnode_main(&o);
+	run_orphaned();
+	return err ? 1 : 0;
 }
 
 static int cmd_check(int argc, char **argv)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_exit: what comex run reports when the program ends: a program's own non-zero exit keeps its status and shows no memnode log (log-level 3 does), a comex failure (126) shows it; --stats-json is written when the program is ended by SIGTERM or SIGINT sent to comex run, or by a SIGKILL of its own.
+# e2e_run_exit: what comex run reports when the program ends: a program's own non-zero exit keeps its status and shows no memnode log (log-level 3 does), a comex failure (126) shows it; --stats-json is written when the program is ended by SIGTERM or SIGINT sent to comex run, or by a SIGKILL of its own; a launcher killed (SIGKILL, or SIGPIPE on its stderr) leaves no memnode, program, /dev/shm counters or temporary directory behind.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_run_exit: exit statuses, the embedded memnode's log, --stats-json on signals"
 marker="the embedded memnode's last log lines"
@@ -62,4 +62,78 @@ PY
 sig sigterm TERM run 143
 sig sigint INT run 130
 sig sigkill KILL prog 137
+
+# 4. the launcher itself dies (issue 10 item 7): comex run SIGKILLed while
+# prog_gate waits with pages remote, and comex run killed by SIGPIPE when it
+# logs the program's end into a closed pipe. Nothing may be left behind: no
+# memnode, no program, no /dev/shm counters, no temporary directory.
+# left_behind RUNPID: waits (bounded) for the run's memnode and program to go,
+# then reports what remains.
+left_behind() {
+  local name=$1 mn=$2 prog=$3 tdir=$4 left=""
+  for _ in $(seq 1 300); do # 30 s: an orphaned memnode waits up to 10 s for the program
+    kill -0 "$mn" 2>/dev/null || kill -0 "$prog" 2>/dev/null || [ -d "$tdir" ] || \
+      [ -e "/dev/shm/comex-stats.$prog" ] || break
+    sleep 0.1
+  done
+  kill -0 "$mn" 2>/dev/null && left+=" memnode $mn"
+  kill -0 "$prog" 2>/dev/null && left+=" program $prog"
+  [ -e "/dev/shm/comex-stats.$prog" ] && left+=" /dev/shm/comex-stats.$prog"
+  [ -d "$tdir" ] && left+=" $tdir"
+  if [ -n "$left" ]; then
+    fail "$name" "left behind:$left"; kill -9 "$mn" "$prog" 2>/dev/null
+  else echo "ok: $name (memnode, program, counters and $tdir all gone)"; fi
+}
+# the run's memnode, program and temporary directory, once the program filled
+run_parts() {
+  local pid=$1 out=$2 mn prog
+  for _ in $(seq 1 $((hang_guard * 10))); do
+    grep -q filled "$out" 2>/dev/null && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  mn=$(pgrep -P "$pid" -f "comex memnode" | head -n 1)
+  prog=$(pgrep -P "$pid" -f prog_gate | head -n 1)
+  echo "$mn $prog $(tr '\0' '\n' <"/proc/$mn/cmdline" 2>/dev/null | grep -m1 /token | xargs -r dirname)"
+}
+if want launcherkill; then
+  "$bin" run --local-mem 16M -- "$progs/prog_gate" 64 "$dir/never" idle >"$dir/launcherkill.out" 2>"$dir/launcherkill.err" &
+  pid=$!; pids+=("$pid")
+  read -r mn prog tdir <<<"$(run_parts "$pid" "$dir/launcherkill.out")"
+  if [ -z "$mn" ] || [ -z "$prog" ] || [ -z "$tdir" ] || [ ! -e "/dev/shm/comex-stats.$prog" ]; then
+    fail launcherkill "run not set up: memnode '$mn' program '$prog' dir '$tdir': $(tail -n 2 "$dir/launcherkill.err")"
+  else
+    kill -9 "$pid"; wait "$pid" 2>/dev/null || true
+    left_behind launcherkill "$mn" "$prog" "$tdir"
+  fi
+fi
+if want sweep; then
+  # counters of a process that is gone, as a SIGKILLed forked child leaves
+  # them: the next comex run removes them, and keeps those of a live one
+  gone=$(sh -c 'echo $$'); alive=$$
+  : >"/dev/shm/comex-stats.$gone"
+  live_made=0; [ -e "/dev/shm/comex-stats.$alive" ] || { : >"/dev/shm/comex-stats.$alive"; live_made=1; }
+  "$bin" run --local-mem 32M -- /bin/true >/dev/null 2>"$dir/sweep.err" || true
+  if [ -e "/dev/shm/comex-stats.$gone" ]; then fail sweep "/dev/shm/comex-stats.$gone of a gone process stayed"
+  elif [ ! -e "/dev/shm/comex-stats.$alive" ]; then fail sweep "the counters of a live process were removed"
+  else echo "ok: sweep (a gone process's counters removed, a live one's kept)"; fi
+  [ $live_made = 1 ] && rm -f "/dev/shm/comex-stats.$alive"
+  rm -f "/dev/shm/comex-stats.$gone"
+fi
+if want launcherpipe; then
+  # the program ends at once when told; comex run then logs its end to the
+  # pipe whose reader is gone, and dies of SIGPIPE before stopping its memnode
+  mkfifo "$dir/pipe"
+  "$bin" run --local-mem 16M -- "$progs/prog_gate" 64 "$dir/go" idle >"$dir/launcherpipe.out" 2>"$dir/pipe" &
+  pid=$!; pids+=("$pid")
+  exec 7<"$dir/pipe"
+  read -r mn prog tdir <<<"$(run_parts "$pid" "$dir/launcherpipe.out")"
+  exec 7<&-
+  if [ -z "$mn" ] || [ -z "$prog" ] || [ -z "$tdir" ]; then
+    fail launcherpipe "run not set up: memnode '$mn' program '$prog' dir '$tdir'"
+  else
+    kill -TERM "$prog"; wait "$pid" 2>/dev/null || true
+    left_behind launcherpipe "$mn" "$prog" "$tdir"
+  fi
+fi
 finish

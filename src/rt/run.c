@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -150,6 +151,51 @@ static int resolve_local_mem(const struct options *o, uint64_t *out)
 
 /* ---- embedded memnode ---- */
 
+/* Set in the embedded memnode's environment: the launcher's pid and its
+ * temporary directory, for run_orphaned. The program's pid is written to
+ * PROGRAM_PID in that directory once it is started. */
+#define LAUNCHER_ENV "COMEX_EMBEDDED_LAUNCHER"
+#define DIR_ENV "COMEX_EMBEDDED_DIR"
+#define PROGRAM_PID "program.pid"
+/* how long an orphaned memnode waits for the program to be gone: it was
+ * sent SIGKILL with the memnode's SIGTERM, so this is the kernel's time to
+ * tear down its memory */
+#define ORPHAN_WAIT_MS 10000
+
+static void dir_file(const char *dir, const char *name, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/%s", dir, name);
+}
+
+void run_orphaned(void)
+{
+	const char *launcher = getenv(LAUNCHER_ENV), *dir = getenv(DIR_ENV);
+	char path[160];
+	int pid = 0;
+	FILE *f;
+
+	if (!launcher || !dir || getppid() == (pid_t)atoi(launcher))
+		return; /* not embedded, or the launcher is alive and cleans up itself */
+	dir_file(dir, PROGRAM_PID, path, sizeof(path));
+	if ((f = fopen(path, "r"))) {
+		if (fscanf(f, "%d", &pid) != 1)
+			pid = 0;
+		fclose(f);
+	}
+	for (int ms = 0; pid > 0 && kill(pid, 0) == 0 && ms < ORPHAN_WAIT_MS; ms += 10)
+		usleep(10000);
+	if (pid > 0 && kill(pid, 0) == 0)
+		log_warn("the program (pid %d) outlived its launcher; its counters stay in /dev/shm", pid);
+	stats_sweep();
+	log_info("the launcher (pid %s) is gone: removing %s", launcher, dir);
+	unlink(path);
+	dir_file(dir, "token", path, sizeof(path));
+	unlink(path);
+	dir_file(dir, "memnode.log", path, sizeof(path));
+	unlink(path);
+	rmdir(dir);
+}
+
 static void self_dir(char *out, size_t cap)
 {
 	ssize_t n = readlink("/proc/self/exe", out, cap - 1);
@@ -214,7 +260,7 @@ static int embedded_pool(const struct options *o, char *pool, char *max, size_t 
 
 static int start_embedded(const struct options *o, struct embedded *e, char *addr, size_t cap)
 {
-	char exe[PATH_MAX], token[128], log[128], pool[32], max[32];
+	char exe[PATH_MAX], token[128], log[128], pool[32], max[32], launcher[24];
 	int err = embedded_pool(o, pool, max, sizeof(pool));
 
 	if (err)
@@ -232,6 +278,7 @@ static int start_embedded(const struct options *o, struct embedded *e, char *add
 	if (readlink("/proc/self/exe", exe, sizeof(exe) - 1) < 0)
 		return -errno;
 	exe[sizeof(exe) - 1] = 0;
+	snprintf(launcher, sizeof(launcher), "%d", (int)getpid());
 	e->pid = fork();
 	if (e->pid < 0)
 		return -errno;
@@ -239,6 +286,12 @@ static int start_embedded(const struct options *o, struct embedded *e, char *add
 		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 
 		setpgid(0, 0); /* a Ctrl-C for the program must not kill its memory first */
+		/* but the launcher's death, however it dies, ends it (issue 10
+		 * item 7); it then cleans up what the launcher left (run_orphaned) */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() != (pid_t)atoi(launcher))
+			_exit(1);
+		setenv(LAUNCHER_ENV, launcher, 1);
+		setenv(DIR_ENV, e->dir, 1);
 		if (fd >= 0)
 			dup2(fd, 2);
 		unsetenv("LD_PRELOAD");
@@ -247,10 +300,11 @@ static int start_embedded(const struct options *o, struct embedded *e, char *add
 		 * sleep between control requests instead of polling a core */
 		if (opt_num(o, OPT_EMBEDDED_RMA))
 			execl(exe, exe, "memnode", "--listen", "127.0.0.1:0", "--pool", pool, "--pool-max", max,
-			      "--token-file", token, "--data-path", "rma", "--idle-spin", "0", (char *)NULL);
+			      "--token-file", token, "--drain-timeout", "0", "--data-path", "rma", "--idle-spin", "0",
+			      (char *)NULL);
 		else
 			execl(exe, exe, "memnode", "--listen", "127.0.0.1:0", "--pool", pool, "--pool-max", max,
-			      "--token-file", token, (char *)NULL);
+			      "--token-file", token, "--drain-timeout", "0", (char *)NULL);
 		_exit(127);
 	}
 	setenv("COMEX_TOKEN_FILE", token, 1);
@@ -320,9 +374,11 @@ static void stop_embedded(struct embedded *e, bool failed, int rc)
 	}
 	if (!e->dir[0])
 		return;
-	snprintf(path, sizeof(path), "%s/token", e->dir);
+	dir_file(e->dir, "token", path, sizeof(path));
 	unlink(path);
-	snprintf(path, sizeof(path), "%s/memnode.log", e->dir);
+	dir_file(e->dir, PROGRAM_PID, path, sizeof(path));
+	unlink(path);
+	dir_file(e->dir, "memnode.log", path, sizeof(path));
 	if (failed || log_has_error(path) || (rc && log_threshold >= LOG_DEBUG))
 		show_log_tail(path);
 	unlink(path);
@@ -401,8 +457,27 @@ static void save_stats(pid_t pid)
 static pid_t child;
 static void forward(int sig) { if (child > 0) kill(child, sig); }
 
-static int run_program(const char *path, char **argv)
+/* For run_orphaned: the program's pid, in the embedded memnode's directory. */
+static void note_program(const struct embedded *e, pid_t pid)
 {
+	char path[160];
+	FILE *f;
+
+	if (!e->dir[0])
+		return;
+	dir_file(e->dir, PROGRAM_PID, path, sizeof(path));
+	if ((f = fopen(path, "w"))) {
+		fprintf(f, "%d\n", (int)pid);
+		fclose(f);
+	}
+}
+
+/* With an embedded memnode the program's remote pages live in a process
+ * that ends with this launcher, so the program ends with it too (SIGKILL:
+ * it could not go on without them), however the launcher dies. */
+static int run_program(const char *path, char **argv, const struct embedded *e)
+{
+	pid_t launcher = getpid();
 	int status;
 	char pid[24];
 
@@ -410,22 +485,29 @@ static int run_program(const char *path, char **argv)
 	if (child < 0)
 		return -errno;
 	if (!child) {
+		if (e->pid > 0 && (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != launcher))
+			_exit(125);
 		snprintf(pid, sizeof(pid), "%d", getpid());
 		setenv("COMEX_ROOT_PID", pid, 1);
 		execv(path, argv);
 		log_error("cannot execute %s: %m", path);
 		_exit(127);
 	}
+	note_program(e, child);
 	signal(SIGINT, forward);
 	signal(SIGTERM, forward);
 	signal(SIGHUP, forward);
 	signal(SIGQUIT, forward);
-	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+	/* ended but not reaped yet (a zombie still owns its pid, so no
+	 * stats_sweep of another comex run takes its counters meanwhile) */
+	while (waitid(P_PID, (id_t)child, &(siginfo_t){ 0 }, WEXITED | WNOWAIT) < 0 && errno == EINTR)
 		;
 	save_stats(child);
 	/* a program killed outright (SIGKILL, the watchdog) cannot remove its
 	 * live counters from /dev/shm itself */
 	stats_unlink(child);
+	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+		;
 	if (WIFSIGNALED(status)) {
 		log_info("%s was killed by signal %d (%s)", path, WTERMSIG(status), strsignal(WTERMSIG(status)));
 		return 128 + WTERMSIG(status);
@@ -459,6 +541,7 @@ int run_main(struct options *o, int argc, char **argv)
 	if (check_binary(path) || check_uffd() || resolve_local_mem(o, &m) || preload())
 		return 125;
 	export_options(o);
+	stats_sweep(); /* what killed programs left behind */
 	snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long)m);
 	setenv("COMEX_LOCAL_MEM", bytes, 1);
 	if (*opt_str(o, OPT_STATS_JSON)) {
@@ -478,7 +561,7 @@ int run_main(struct options *o, int argc, char **argv)
 			goto stop_memnode;
 		setenv("COMEX_MEMNODE", addr, 1);
 	}
-	rc = run_program(path, argv);
+	rc = run_program(path, argv, &e);
 stop_memnode:
 	stop_embedded(&e, comex_failed(rc), rc);
 	return rc;

@@ -1,8 +1,11 @@
 /* stats: shared file, JSON with snprintf into a caller buffer (no stdio streams). */
 #include "stats.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -82,6 +85,26 @@ void stats_unlink(int pid)
 
 	shm_path(pid, path, sizeof(path));
 	unlink(path);
+}
+
+void stats_sweep(void)
+{
+	DIR *d = opendir("/dev/shm");
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char *end;
+		long pid;
+
+		if (strncmp(de->d_name, "comex-stats.", 12))
+			continue;
+		pid = strtol(de->d_name + 12, &end, 10);
+		if (pid > 0 && !*end && kill((pid_t)pid, 0) && errno == ESRCH)
+			stats_unlink((int)pid);
+	}
+	closedir(d);
 }
 
 #define APPEND(...) do { \

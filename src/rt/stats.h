@@ -52,6 +52,10 @@ int stats_create(struct stats **out);
 int stats_open(int pid, const struct stats **out);
 void stats_close(const struct stats *s);
 void stats_unlink(int pid);
+/* Removes the counters of processes that are gone (killed outright, or a
+ * forked child nobody waited for). A process is gone once reaped: a
+ * launcher reads its child's counters while the child is still a zombie. */
+void stats_sweep(void);
 /* Renders s as a JSON object into buf; returns the length or -ENOSPC.
  * STATS_JSON_MAX always suffices. */
 #define STATS_JSON_MAX 8192
