@@ -252,7 +252,25 @@ static int for_runs(const uint64_t *v, uint32_t n, bool (*keep)(uint64_t),
 /* A dirty victim whose content is at src: into a write buffer (its hash
  * kept for the page's return), or untouched again when all-zero. False when
  * every memnode is full: the caller keeps the page resident. */
-static bool evict_dirty(uint64_t idx, const char *src)
+/* A victim with no victim beside it in the address space (v sorted). */
+static bool isolated(const uint64_t *v, uint32_t n, uint32_t i)
+{
+	return !(i > 0 && v[i - 1] + 1 == v[i]) && !(i + 1 < n && v[i + 1] == v[i] + 1);
+}
+
+/* keep-frames rewrites a page into its own frame so that a run of pages
+ * stays a run of frames for the prefetcher (P5e). A page without a
+ * neighbour among the victims has no such run to keep, and its frame would
+ * cut the write buffer's run of consecutive frames: one write each, every
+ * one waited for (P33). It takes a fresh frame, and its old one is freed. */
+static bool breaks_run(uint64_t idx, bool alone)
+{
+	pte_t e = P.pt[idx];
+
+	return alone && (e & PTE_KEEP) && wbuf_must_flush_before(P.wb[pte_node(e)], pte_pfn(e));
+}
+
+static bool evict_dirty(uint64_t idx, const char *src, bool alone)
 {
 	unsigned node;
 	uint32_t pfn;
@@ -266,6 +284,11 @@ static bool evict_dirty(uint64_t idx, const char *src)
 	}
 	if ((P.pt[idx] & PTE_KEEP) && forkchild_defer(pte_node(P.pt[idx]), pte_pfn(P.pt[idx])))
 		P.pt[idx] &= ~PTE_KEEP; /* a forked child may still read the old content */
+	if (breaks_run(idx, alone)) {
+		pager_release_frame(pte_node(P.pt[idx]), pte_pfn(P.pt[idx]));
+		P.pt[idx] &= ~PTE_KEEP;
+		STAT_ADD(P.c.stats, frames_renewed, 1);
+	}
 	if (P.pt[idx] & PTE_KEEP) {
 		node = pte_node(P.pt[idx]);
 		pfn = pte_pfn(P.pt[idx]);
@@ -352,7 +375,7 @@ static uint32_t evict_sync(const uint64_t *v, uint32_t n)
 			P.pt[v[i]] = pte_set_state(e, PTE_REMOTE);
 			STAT_ADD(P.c.stats, pages_dropped_clean, 1);
 			gone++;
-		} else if (evict_dirty(v[i], P.scratch + ((size_t)k++ << PAGE_SHIFT))) {
+		} else if (evict_dirty(v[i], P.scratch + ((size_t)k++ << PAGE_SHIFT), isolated(v, n, i))) {
 			gone++;
 		} else {
 			uffd_wp(P.c.uffd, page_addr(v[i]), PAGE_SIZE, 0);
@@ -499,7 +522,7 @@ static int park_run(uint64_t first, uint32_t len)
 
 /* A parked victim: still equal to its remote copy (clean: dropped), or
  * dirty (written back). */
-static bool evict_parked(uint64_t idx, uint8_t st, const char *src)
+static bool evict_parked(uint64_t idx, uint8_t st, const char *src, bool alone)
 {
 	pte_t e = P.pt[idx];
 
@@ -518,7 +541,7 @@ static bool evict_parked(uint64_t idx, uint8_t st, const char *src)
 		}
 		STAT_ADD(P.c.stats, pages_written_clean, 1);
 	}
-	return evict_dirty(idx, src);
+	return evict_dirty(idx, src, alone);
 }
 
 /* Puts a parked page back (every memnode full): it was the program's, it
@@ -554,7 +577,7 @@ static uint32_t evict_async(const uint64_t *v, uint32_t n)
 
 		if (!(st & PARKED)) {
 			keep_resident(v[i]);
-		} else if (evict_parked(v[i], st, src)) {
+		} else if (evict_parked(v[i], st, src, isolated(v, n, i))) {
 			gone++;
 			if (st & COPIED) /* still mapped until dropped below */
 				drop[ndrop++] = v[i];

@@ -16,7 +16,7 @@
 	X(faults_zero) X(pages_zero_populated) X(faults_wbuf_hit) X(faults_rbuf_hit) X(faults_remote) \
 	X(faults_wp) X(faults_spurious) X(pages_prefetch_mapped) X(prefetch_hits) X(prefetch_wasted) \
 	X(pages_evicted) X(pages_written) X(pages_dropped_clean) X(pages_dropped_zero) \
-	X(pages_written_clean) X(pages_unmovable) X(pages_unshared) X(pages_moved_uncounted) X(pages_corrupt) X(direct_reclaims) \
+	X(pages_written_clean) X(frames_renewed) X(pages_unmovable) X(pages_unshared) X(pages_moved_uncounted) X(pages_corrupt) X(direct_reclaims) \
 	X(pages_discarded) X(frames_released) X(remote_reads) X(remote_writes) \
 	X(bytes_read) X(bytes_written) \
 	X(ns_zero) X(ns_wbuf_hit) X(ns_rbuf_hit) X(ns_remote) X(ns_read) X(ns_evict) \
@@ -42,8 +42,8 @@ struct stats {
 	uint64_t hist_remote_ns[STATS_HIST_BUCKETS];
 };
 
-#define STATS_MAGIC 0x3453544154535843ull /* "CXSTATS4" little-endian (1: no histogram, 2: no pages_moved_uncounted,
-					  * 3: no locked_bytes) */
+#define STATS_MAGIC 0x3553544154535843ull /* "CXSTATS5" little-endian (1: no histogram, 2: no pages_moved_uncounted,
+					  * 3: no locked_bytes, 4: no frames_renewed) */
 
 /* Creates the shared file for this process; falls back to private memory
  * (logged) so that a missing /dev/shm never stops the program. */
