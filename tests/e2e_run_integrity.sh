@@ -3,10 +3,7 @@
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 . "$src/tests/progs/memnodes.sh"
 echo "e2e_run_integrity: one memnode corrupting every ${COMEX_TEST_CORRUPT_EVERY:-20}-th READ; replicas 2, replicas 1 + backup-dir, replicas 1 alone"
-py=$(python3 -c 'import sys; print(sys.executable)') # the interpreter itself, not a wrapper script
-job=("$py" "$src/tests/progs/pybuild.py" 80000)
-native job "${job[@]}" || { fail native "pybuild.py fails natively"; finish; }
-lm="$((peak_kib / 4))K" # 25 % of its native peak
+pybuild_job 80000 # job, its native output, lm: 25 % of its native peak
 # The hook's N: small enough that a run of tens of thousands of reads gets
 # hundreds of changed pages, large enough that most reads are good.
 every=${COMEX_TEST_CORRUPT_EVERY:-20}
