@@ -46,6 +46,8 @@ struct memnode {
 	uint64_t drain_ns;       /* option drain-timeout; 0: a signal stops at once */
 	uint64_t drain_until;    /* draining: monotonic ns when it gives up (UINT64_MAX: never); 0: not draining */
 	struct elastic *elastic; /* option host-reserve: gives memory back to the host; NULL: off */
+	uint64_t corrupt_every;  /* test hook COMEX_TEST_CORRUPT_READS; 0: off */
+	uint64_t reads;          /* READs answered, for the test hook */
 	uint8_t reply[PROTO_MAX_MSG];
 };
 
@@ -196,6 +198,24 @@ static void receive_write(struct memnode *m, struct mconn *c, struct tp_bulk *bu
 	}
 }
 
+/* Test hook (COMEX_TEST_CORRUPT_READS=N, docs/TESTING.md): every N-th READ
+ * is answered with the first byte of its first page inverted, in a copy
+ * (tp_send copies it again: TP_COPY_BULK); the pool is not changed. */
+static void send_corrupted(struct memnode *m, struct mconn *c, size_t rlen, const struct serve_bulk *sb)
+{
+	uint8_t *copy = malloc(sb->len);
+
+	if (!copy) {
+		log_error("test hook: out of memory for a %zu-byte READ; closing connection %u", sb->len, c->conn);
+		schedule_close(m, c, false);
+		return;
+	}
+	memcpy(copy, sb->addr, sb->len);
+	copy[0] ^= 0xff;
+	send_reply(m, c, m->reply, rlen, copy, sb->len);
+	free(copy);
+}
+
 static void on_recv(void *arg, struct tp_ep *ep, void *user, const void *msg, size_t len, struct tp_bulk *bulk)
 {
 	struct memnode *m = arg;
@@ -213,6 +233,8 @@ static void on_recv(void *arg, struct tp_ep *ep, void *user, const void *msg, si
 		return;
 	if (sb.len && sb.incoming && bulk)
 		receive_write(m, c, bulk, &sb, rlen);
+	else if (sb.len && m->corrupt_every && ++m->reads % m->corrupt_every == 0)
+		send_corrupted(m, c, rlen, &sb);
 	else
 		send_reply(m, c, m->reply, rlen, sb.len ? sb.addr : NULL, sb.len);
 	if (rc == SERVE_CLOSE)
@@ -387,6 +409,27 @@ static int load_auth(const struct options *o, struct auth_token *tok, bool *use_
 	return 0;
 }
 
+/* The COMEX_TEST_CORRUPT_READS test hook's N (0: unset); only the
+ * validated data path sees READs. */
+static int corrupt_hook(bool rma, uint64_t *every_out)
+{
+	const char *v = getenv("COMEX_TEST_CORRUPT_READS");
+	unsigned long long n;
+	char *end;
+
+	if (!v || !*v)
+		return *every_out = 0, 0;
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (errno || *end || *v == '-' || n == 0 || rma) {
+		log_error("COMEX_TEST_CORRUPT_READS='%s': a count of READs >= 1 is expected, with data-path validated", v);
+		return -EINVAL;
+	}
+	log_warn("test hook COMEX_TEST_CORRUPT_READS: every %llu-th READ is answered with one byte changed", n);
+	*every_out = n;
+	return 0;
+}
+
 static uint16_t derive_nid(uint16_t port)
 {
 	return port ? port : 1; /* a stable per-listener id; 0 is reserved for "derive" */
@@ -433,6 +476,8 @@ int memnode_main(const struct options *o)
 		return -EINVAL;
 	}
 	err = load_auth(o, &tok, &use_token);
+	if (!err)
+		err = corrupt_hook(rma, &m.corrupt_every);
 	if (err)
 		return err;
 	err = pool_create(bytes, max, opt_num(o, OPT_HUGEPAGES), opt_num(o, OPT_MLOCK), opt_num(o, OPT_HOST_RESERVE),
@@ -442,7 +487,8 @@ int memnode_main(const struct options *o)
 	/* a memnode restarted on its port must listen at once, although the
 	 * connections of the one before (killed first) linger in TIME_WAIT */
 	setenv("UCX_TCP_CM_REUSEADDR", "y", 0);
-	err = tp_create(&cb, (rma ? TP_RMA : 0) | (opt_num(o, OPT_SHM) ? TP_SHM : 0), &m.tp);
+	err = tp_create(&cb, (rma ? TP_RMA : 0) | (opt_num(o, OPT_SHM) ? TP_SHM : 0) | (m.corrupt_every ? TP_COPY_BULK : 0),
+			&m.tp);
 	if (err)
 		goto cleanup_pool;
 	err = tp_listen(m.tp, opt_str(o, OPT_LISTEN), pool_base(pool), max, &li);

@@ -41,7 +41,7 @@ struct tp {
 	size_t rkey_len;
 	struct tp_callbacks cb;
 	struct tp_ep *eps;
-	bool rma;
+	bool rma, copy_bulk;
 	uint64_t late_events;   /* progress found work after a poll timed out */
 };
 
@@ -255,6 +255,7 @@ int tp_create(const struct tp_callbacks *cb, unsigned flags, struct tp **out)
 	if (st != UCS_OK)
 		goto cleanup_worker;
 	t->rma = rma;
+	t->copy_bulk = flags & TP_COPY_BULK;
 	*out = t;
 	return 0;
 
@@ -470,16 +471,19 @@ int tp_send(struct tp_ep *e, const void *msg, size_t len, const void *bulk, size
 		.flags = UCP_AM_SEND_FLAG_REPLY | (bulk ? 0 : UCP_AM_SEND_FLAG_EAGER),
 		.cb.send = send_done,
 	};
+	size_t copied = bulk && e->t->copy_bulk ? bulk_len : 0;
 	void *buf, *req;
 
 	if (!e->ep)
 		return -ENOTCONN;
 	/* Our copy of msg lives until completion: UCX may read an AM header
 	 * after ucp_am_send_nbx returns when it sends by rendezvous. */
-	buf = malloc(len);
+	buf = malloc(len + copied);
 	if (!buf)
 		return -ENOMEM;
 	memcpy(buf, msg, len);
+	if (copied)
+		bulk = memcpy((char *)buf + len, bulk, copied);
 	p.user_data = buf;
 	if (bulk)
 		req = ucp_am_send_nbx(e->ep, TP_AM_BULK_ID, buf, len, bulk, bulk_len, &p);

@@ -49,6 +49,9 @@ enum tp_flags {
 	/* let UCX use shared memory with a peer on the same host (both sides
 	 * need it; other peers still get TCP or RDMA) */
 	TP_SHM = 2,
+	/* tp_send copies the bulk part too, so the caller may change it at once
+	 * (the memnode's COMEX_TEST_CORRUPT_READS test hook; costs a copy) */
+	TP_COPY_BULK = 4,
 };
 int tp_create(const struct tp_callbacks *cb, unsigned flags, struct tp **out);
 void tp_destroy(struct tp *t);
@@ -67,8 +70,8 @@ int tp_connect(struct tp *t, const char *hostport, void *user, struct tp_ep **ou
  * during later progress. ep must not be used afterwards. */
 void tp_close(struct tp_ep *ep);
 /* Sends one message (copied: msg is free on return) with an optional bulk
- * part of bulk_len bytes that is not copied and must stay unchanged until the
- * peer has answered the message. */
+ * part of bulk_len bytes that is not copied (unless TP_COPY_BULK) and must
+ * stay unchanged until the peer has answered the message. */
 int tp_send(struct tp_ep *ep, const void *msg, size_t len, const void *bulk, size_t bulk_len);
 /* Receives a bulk part into dst (b->len bytes); done(arg, status) runs once
  * it is there (or failed), possibly before this returns. Call from the recv

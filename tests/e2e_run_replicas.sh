@@ -3,10 +3,7 @@
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 . "$src/tests/progs/memnodes.sh"
 echo "e2e_run_replicas: replicas 2, one memnode killed / stopped mid-run, re-replication then a second failure; backup-dir with the only memnode killed"
-py=$(python3 -c 'import sys; print(sys.executable)') # the interpreter itself, not a wrapper script
-job=("$py" "$src/tests/progs/pybuild.py" 80000)
-native job "${job[@]}" || { fail native "pybuild.py fails natively"; finish; }
-lm="$((peak_kib / 4))K" # 25 % of its native peak
+pybuild_job 80000 # job, its native output, lm: 25 % of its native peak
 # Pages written before a memnode is made to fail: mid-run (the job writes
 # about 4 times as many), counted by the pager, not timed.
 after=${COMEX_TEST_FAIL_AFTER:-10000}

@@ -1,5 +1,6 @@
 # Sourced after lib.sh by the tests that start, stop, drain and restart
-# memnodes under a running program (e2e_run_drain.sh, e2e_run_rejoin.sh).
+# memnodes under a running program (e2e_run_drain.sh, e2e_run_rejoin.sh,
+# e2e_run_replicas.sh, e2e_run_integrity.sh).
 # The program is prog_gate: it fills its memory and then waits (or keeps
 # rewriting it) until the test opens its gate, so every step happens at a
 # known point of the run, never after a sleep.
@@ -68,4 +69,15 @@ wait_log() {
     sleep 0.1
   done
   return 1
+}
+
+# pybuild_job N: the Python job of e2e_run_programs (pybuild.py N records)
+# for the replica and integrity tests: sets job (its command), runs it
+# natively (output in $dir/job.native) and sets lm to 25 % of its peak RSS.
+pybuild_job() {
+  local py
+  py=$(python3 -c 'import sys; print(sys.executable)') # the interpreter itself, not a wrapper script
+  job=("$py" "$src/tests/progs/pybuild.py" "$1")
+  native job "${job[@]}" || { fail native "pybuild.py fails natively"; finish; }
+  lm="$((peak_kib / 4))K"
 }
