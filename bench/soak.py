@@ -161,12 +161,13 @@ def soak_run(a, nodes, tmp, cfg, run_no, wl, lm, token, ref):
                                                      REPAIRED.search(last[0].err_text()[last[1]:]) is not None)
             if repaired is not False or now >= next_kill + a.repair_wait:
                 name = NODES[(len(kills) + run_no) % len(NODES)]
+                offset = len(cur.err_text())  # before the kill: the client may log the failure at once
                 nodes.kill(name)
                 cur.kills += 1
                 kills.append({"t_s": round(now - t_start, 3), "node": name, "port": nodes.ports[name],
                               "iteration": cur.tag, "waited_for_repair_s": round(now - next_kill, 3),
                               "previous_repaired": repaired})
-                last, down = (cur, len(cur.err_text())), (name, now + a.pause)
+                last, down = (cur, offset), (name, now + a.pause)
         if last and "detected_s" not in kills[-1] and FAILED.search(last[0].err_text()[last[1]:]):
             kills[-1]["detected_s"] = round(now - t_start - kills[-1]["t_s"], 3)
         if cur is None and down is None and now >= t_end:
@@ -234,6 +235,10 @@ def markdown(doc, json_name):
                    f"| {cell(s['pages_lost'])} | {cell(s['pages_corrupt'])} | {cell(s['pages_failed_over'])} "
                    f"| {cell(s['pages_rereplicated'])} | {cell(s['pages_backup_read'])} "
                    f"| {cell(s['memnodes_rejoined'])} | {cell(s['slowdown'], 2)} |")
+    out += [""] + [f"{name}: the client logged a failure {c['detected_s']['median']:.2f} s after its kill "
+                   f"(median of {c['detected_s']['n']} kills, max {c['detected_s']['max']:.2f} s, polled every "
+                   f"50 ms; {c['kills_undetected']} kills not logged before their iteration ended)."
+                   for name, c in doc["configs"].items()]
     out += ["", "With `replicas 1` + `backup-dir`, `pages lost` counts remote copies lost with a killed memnode; "
             "their pages are read back from the backup file (`backup reads`), so the output stays correct.", ""]
     for name, c in doc["configs"].items():
@@ -303,6 +308,8 @@ def main(argv):
             "options": CONFIGS[cfg], "runs": rl, "problems": problems,
             "wrong_outputs_total": sum(r["wrong_outputs"] for r in rl),
             "nonzero_exits_total": sum(r["nonzero_exits"] for r in rl),
+            "detected_s": summary([k["detected_s"] for r in rl for k in r["kills"] if "detected_s" in k] or [0.0], 3),
+            "kills_undetected": sum(r["kills_done"] - r["kills_detected"] for r in rl),
             "summary": {k: summary([float(r[k]) for r in rl], 4) for k in
                         ("kills_done", "kills_before_repair", "slowdown", "iteration_wall_median_s") + COUNTERS} |
             {"iterations": summary([float(len(r["iterations"])) for r in rl], 4)}}
@@ -316,7 +323,8 @@ def main(argv):
         s = c["summary"]
         print(f"{cfg}: {s['kills_done']['median']:.0f} kills, {c['wrong_outputs_total']} wrong outputs, "
               f"{c['nonzero_exits_total']} non-zero exits, pages lost {s['pages_lost']['median']:.0f}, "
-              f"wall with kills / without {s['slowdown']['median']:.2f}"
+              f"wall with kills / without {s['slowdown']['median']:.2f}, failure logged after "
+              f"{c['detected_s']['median']:.2f} s (median)"
               + ("".join(f"\n  PROBLEM {p}" for p in c["problems"])))
     return 1 if bad else 0
 
