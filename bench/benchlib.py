@@ -115,6 +115,52 @@ def finish_machine_info(machine, times0):
     return machine
 
 
+# ------------------------------------------------------------------ comex processes
+
+def clean_env():
+    """The environment without COMEX_* and UCX_* settings, so that only the
+    command line configures a benchmark's comex processes."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("COMEX_", "UCX_"))}
+
+
+def start_memnode(comex, tmp, name, token, pool_mib, port=0, extra=()):
+    """A `comex memnode` on 127.0.0.1:port (0: a free port) logging to
+    tmp/NAME.log (appended to, so a restarted memnode keeps its history),
+    with the further memnode options EXTRA; returns (Popen, port) once it listens."""
+    log_path = Path(tmp) / f"{name}.log"
+    start = len(read_text(log_path) or "")
+    with open(log_path, "a") as log:
+        p = subprocess.Popen([comex, "memnode", "--listen", f"127.0.0.1:{port}", f"--pool={pool_mib}M",
+                              f"--token-file={token}", *extra], stderr=log, env=clean_env())
+    for _ in range(300):
+        m = re.search(r" on port (\d+)", (read_text(log_path) or "")[start:])
+        if m:
+            return p, int(m.group(1))
+        if p.poll() is not None:
+            break
+        time.sleep(0.1)
+    p.kill()
+    p.wait()
+    raise RuntimeError(f"memnode {name} did not start: {(read_text(log_path) or '')[start:][-1500:]}")
+
+
+def run_logged(cmd, tmp, tag):
+    """Runs cmd with stdout/stderr in tmp/TAG.out and tmp/TAG.err; returns
+    (exit code, wall seconds, peak RSS in KiB, its last stdout line starting
+    with '{' parsed as JSON or None)."""
+    t0 = time.monotonic()
+    with open(Path(tmp) / f"{tag}.out", "w") as out, open(Path(tmp) / f"{tag}.err", "w") as err:
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, env=clean_env())
+        _, status, ru = os.wait4(p.pid, 0)
+    wall = time.monotonic() - t0
+    lines = [ln for ln in (read_text(Path(tmp) / f"{tag}.out") or "").splitlines() if ln.startswith("{")]
+    try:
+        res = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        res = None
+    return os.waitstatus_to_exitcode(status), wall, ru.ru_maxrss, res
+
+
 # ------------------------------------------------------------------ statistics
 
 def busy_warnings(machine):

@@ -13,8 +13,6 @@ hard failure.
 
 import argparse
 import json
-import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -22,39 +20,17 @@ import time
 from pathlib import Path
 
 import benchlib
-from benchlib import RESULTS_DIR, cpu_times, finish_machine_info, git_revision, machine_info, summary
+from benchlib import (RESULTS_DIR, clean_env, cpu_times, finish_machine_info, git_revision, machine_info,
+                      start_memnode, summary)
 
 SCHEMA = "comex-bench-replicas/1"
 
 
-def clean_env():
-    return {k: v for k, v in os.environ.items() if not k.startswith(("COMEX_", "UCX_"))}
-
-
-def start_memnode(comex, tmp, name, token, pool_mib):
-    log = open(tmp / f"{name}.log", "w")
-    p = subprocess.Popen([comex, "memnode", "--listen", "127.0.0.1:0", f"--pool={pool_mib}M",
-                          f"--token-file={token}"], stderr=log, env=clean_env())
-    for _ in range(300):
-        m = re.search(r" on port (\d+)", benchlib.read_text(tmp / f"{name}.log") or "")
-        if m:
-            return p, int(m.group(1))
-        if p.poll() is not None:
-            break
-        time.sleep(0.1)
-    raise RuntimeError(f"memnode {name} did not start: {benchlib.read_text(tmp / f'{name}.log')}")
-
-
 def run(cmd, tmp, tag):
-    t0 = time.monotonic()
-    with open(tmp / f"{tag}.out", "w") as out, open(tmp / f"{tag}.err", "w") as err:
-        p = subprocess.Popen(cmd, stdout=out, stderr=err, env=clean_env())
-        _, status, ru = os.wait4(p.pid, 0)
-    wall = time.monotonic() - t0
-    if os.waitstatus_to_exitcode(status):
+    rc, wall, maxrss, res = benchlib.run_logged(cmd, tmp, tag)
+    if rc or res is None:
         raise RuntimeError(f"{' '.join(cmd)} failed: {(benchlib.read_text(tmp / f'{tag}.err') or '')[-1500:]}")
-    lines = [ln for ln in (benchlib.read_text(tmp / f"{tag}.out") or "").splitlines() if ln.startswith("{")]
-    return json.loads(lines[-1]), wall, ru.ru_maxrss
+    return res, wall, maxrss
 
 
 def main(argv):
