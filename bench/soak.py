@@ -221,7 +221,7 @@ def markdown(doc, json_name):
            "", f"Machine: {m['cores']} cores, kernel {m['kernel']}, load average {' '.join(m['loadavg_start'])} at "
            f"the start, {' '.join(m.get('loadavg_end', []))} at the end; git {doc['git']['rev'][:12]}"
            f"{' (dirty)' if doc['git']['dirty'] else ''}.", "",
-           "| configuration | iterations | kills | wrong outputs | non-zero exits | pages lost | pages corrupt "
+           "| configuration | iterations | kills | wrong or missing outputs | non-zero exits | pages lost | pages corrupt "
            "| failed over | re-replicated | backup reads | memnodes rejoined | wall with kills / without |",
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
 

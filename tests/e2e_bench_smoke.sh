@@ -1,15 +1,10 @@
 #!/usr/bin/env bash
-# e2e_bench_smoke: bench/soak.py --quick (memnodes SIGKILLed and restarted under a looping program, replicas 2 and replicas 1 + backup-dir: every output matches the native run, no page lost); the evaluation harness (bench/harness) runs a C and a Python program once in every mode (swap-disk, zram, comex, comex-shm, comex-net10, comex-net25) at a tiny size and each output matches the local run; no timing is asserted.
+# e2e_bench_smoke: the evaluation harness (bench/harness) runs a C and a Python program once in every mode (swap-disk, zram, comex, comex-shm, comex-net10, comex-net25) at a tiny size and each output matches the local run; no timing is asserted.
 set -u
 build=${COMEX_BUILD:?}; src=${COMEX_SRC:?}
 if grep -q "COMEX_SANITIZE:BOOL=ON" "$build/CMakeCache.txt" 2>/dev/null; then
   echo "skip: comex run is unavailable in the sanitizer build (LD_PRELOAD of a sanitized runtime is unsupported)"; exit 77
 fi
-# The soak benchmark's own check (exit 1 on a wrong output, a failed
-# program or a lost page); how many kills land depends on timing, the
-# verdict does not. It needs no root, so it runs before the harness's checks.
-timeout -k 10 120 python3 "$src/bench/soak.py" --quick --no-save --build "$build" ||
-  { echo "FAIL: bench/soak.py --quick (status $?)"; exit 1; }
 [ "$(id -u)" -eq 0 ] || { echo "skip: the harness needs root (cgroups, swap, zram, network namespaces)"; exit 77; }
 grep -qE "cgroup .*memory|cgroup2" /proc/mounts || { echo "skip: no cgroup memory controller"; exit 77; }
 [ -x /usr/bin/python3 ] || { echo "skip: no /usr/bin/python3"; exit 77; }
