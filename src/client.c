@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "clock.h"
 #include "frame_pool.h"
 #include "log.h"
 #include "options.h"
@@ -84,14 +85,6 @@ struct comex_client {
 	struct pagecrypt *crypt;      /* option encrypt: pages leave sealed */
 	uint8_t *bounce;              /* encrypt: PROTO_MAX_RW_FRAMES sealed pages on their way out */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static void node_fail(struct node *n, int err)
 {

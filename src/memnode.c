@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "clock.h"
 #include "elastic.h"
 #include "log.h"
 #include "memnode_metrics.h"
@@ -59,14 +60,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	signals_seen++;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
 /* Claims a core for busy-polling so that no two memnodes on this machine spin

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "buddy.h"
+#include "clock.h"
 #include "log.h"
 #include "proto.h"
 
@@ -354,14 +355,6 @@ static int on_free(struct req *q)
 	return 0;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 #define STORE(f, v) __atomic_store_n(&s->pub.f, (v), __ATOMIC_RELAXED)
 
 /* Copies the counters for serve_stats(); field by field, so a reader on
@@ -408,7 +401,7 @@ static int on_stats(struct req *q)
 	q->r->u.stats.clients = s->nconns;
 	q->r->u.stats.largest_free_order = bs.largest_free_order;
 	q->r->u.stats.requests = s->requests;
-	q->r->u.stats.uptime_ms = (mono_ns() - s->start_ns) / 1000000;
+	q->r->u.stats.uptime_ms = (now_ns() - s->start_ns) / 1000000;
 	q->r->u.stats.flags = s->flags | (s->draining ? PROTO_STATS_DRAINING : 0);
 	q->r->u.stats.nusage = fill_usage(s);
 	q->r->u.stats.usage = s->usage;
@@ -726,7 +719,7 @@ int serve_create(const struct serve_config *cfg, struct serve **out)
 			  s->cfg.max_frames);
 		goto free_rkey;
 	}
-	s->start_ns = mono_ns();
+	s->start_ns = now_ns();
 	publish(s);
 	*out = s;
 	return 0;
@@ -792,7 +785,7 @@ void serve_stats(const struct serve *s, struct serve_stats *out)
 		.pool_frames = LOAD(pool_frames), .free_frames = LOAD(free_frames),
 		.allocs = LOAD(allocs), .nacks = LOAD(nacks), .frees = LOAD(frees),
 		.errors = LOAD(errors), .requests = LOAD(requests), .clients = LOAD(clients),
-		.uptime_ns = mono_ns() - s->start_ns,
+		.uptime_ns = now_ns() - s->start_ns,
 	};
 }
 

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <ucp/api/ucp.h>
 
+#include "clock.h"
 #include "cpuload.h"
 #include "log.h"
 #include "netaddr.h"
@@ -68,14 +69,6 @@ static int tp_err(ucs_status_t st)
 	case UCS_ERR_NO_DEVICE: case UCS_ERR_NO_RESOURCE: return -ENODEV;
 	default: return -EIO;
 	}
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
 static struct tp_ep *find_ep(struct tp *t, ucp_ep_h ep)

@@ -124,14 +124,6 @@ static void watch_config(void)
 	add_from_config(path);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void *pager_membership(void *arg)
 {
 	struct timespec tick = { 0, TICK_NS };
@@ -144,7 +136,7 @@ void *pager_membership(void *arg)
 	watch_config();
 	for (;;) {
 		struct client_health h;
-		uint64_t now = mono_ns();
+		uint64_t now = now_ns();
 
 		client_poll(P.c.client, &h);
 		for (unsigned d = 0; d < P.nnodes; d++) {

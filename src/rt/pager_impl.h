@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "pager.h"
 #include "pagesum.h"
 #include "pte.h"
@@ -71,13 +72,6 @@ struct pager {
 
 extern struct pager P;
 
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* The pager lock, taken for why (a static string the watchdog reports when
  * the lock is held too long or a fault handler waits for it). */

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "pager.h"
 
@@ -29,14 +30,6 @@
 struct waiter { int tid; bool seen; uint64_t nvcsw, since; };
 static struct waiter waiters[MAX_WAITERS];
 static unsigned nwaiters;
-
-static uint64_t now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void __attribute__((noreturn)) stop(void)
 {
@@ -179,7 +172,7 @@ void watchdog_run(uint64_t limit, const char *option)
 		nanosleep(&tick, NULL);
 		if (!limit)
 			continue;
-		t = now();
+		t = now_ns();
 		stuck = pager_stuck_ns(t, &addr);
 		held = pager_lock_held_ns(t, &tid, &why);
 		if (stuck > limit) {
