@@ -249,9 +249,6 @@ static int for_runs(const uint64_t *v, uint32_t n, bool (*keep)(uint64_t),
 	return 0;
 }
 
-/* A dirty victim whose content is at src: into a write buffer (its hash
- * kept for the page's return), or untouched again when all-zero. False when
- * every memnode is full: the caller keeps the page resident. */
 /* A victim with no victim beside it in the address space (v sorted). */
 static bool isolated(const uint64_t *v, uint32_t n, uint32_t i)
 {
@@ -270,6 +267,10 @@ static bool breaks_run(uint64_t idx, bool alone)
 	return alone && (e & PTE_KEEP) && wbuf_must_flush_before(P.wb[pte_node(e)], pte_pfn(e));
 }
 
+/* A dirty victim whose content is at src: into a write buffer (its hash
+ * kept for the page's return), or untouched again when all-zero. False when
+ * every memnode is full: the caller keeps the page resident. alone:
+ * no other victim beside it (isolated). */
 static bool evict_dirty(uint64_t idx, const char *src, bool alone)
 {
 	unsigned node;

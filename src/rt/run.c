@@ -167,6 +167,19 @@ static void dir_file(const char *dir, const char *name, char *out, size_t cap)
 	snprintf(out, cap, "%s/%s", dir, name);
 }
 
+/* Removes the launcher's temporary directory and what it holds. */
+static void remove_run_dir(const char *dir)
+{
+	static const char *const files[] = { "token", PROGRAM_PID, "memnode.log" };
+	char path[160];
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		dir_file(dir, files[i], path, sizeof(path));
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
 void run_orphaned(void)
 {
 	const char *launcher = getenv(LAUNCHER_ENV), *dir = getenv(DIR_ENV);
@@ -188,12 +201,7 @@ void run_orphaned(void)
 		log_warn("the program (pid %d) outlived its launcher; its counters stay in /dev/shm", pid);
 	stats_sweep();
 	log_info("the launcher (pid %s) is gone: removing %s", launcher, dir);
-	unlink(path);
-	dir_file(dir, "token", path, sizeof(path));
-	unlink(path);
-	dir_file(dir, "memnode.log", path, sizeof(path));
-	unlink(path);
-	rmdir(dir);
+	remove_run_dir(dir);
 }
 
 static void self_dir(char *out, size_t cap)
@@ -374,15 +382,10 @@ static void stop_embedded(struct embedded *e, bool failed, int rc)
 	}
 	if (!e->dir[0])
 		return;
-	dir_file(e->dir, "token", path, sizeof(path));
-	unlink(path);
-	dir_file(e->dir, PROGRAM_PID, path, sizeof(path));
-	unlink(path);
 	dir_file(e->dir, "memnode.log", path, sizeof(path));
 	if (failed || log_has_error(path) || (rc && log_threshold >= LOG_DEBUG))
 		show_log_tail(path);
-	unlink(path);
-	rmdir(e->dir);
+	remove_run_dir(e->dir);
 }
 
 /* ---- the program ---- */
