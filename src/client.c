@@ -38,6 +38,7 @@ struct node {
 	struct comex_client *c;
 	struct tp_ep *ep;
 	int fail_err;                 /* 0 while healthy */
+	uint32_t session;             /* bumped by node_reset; tags each transfer (tp_op.tag) */
 	bool welcomed, goodbye, stats_pending;
 	bool evicting;                /* the memnode is leaving (EVICT): nothing new goes there */
 	bool joining;                 /* out of use, a new session's HELLO is in flight */
@@ -362,7 +363,6 @@ static int wait_for(struct node *n, bool (*cond)(struct node *), struct tp_op *o
 }
 
 static bool has_credit(struct node *n) { return n->npend < n->credits && n->npend < MAX_PENDING; }
-static bool is_welcomed(struct node *n) { return n->welcomed || n->reply_err; }
 static bool alloc_settled(struct node *n) { return !n->alloc_pending; }
 static bool no_pending(struct node *n) { return n->npend == 0; }
 static bool stats_done(struct node *n) { return !n->stats_pending || n->reply_err; }
@@ -407,30 +407,6 @@ static int meta_alloc(struct node *n)
 	n->meta = p;
 	n->meta_len = len;
 	return 0;
-}
-
-static int hello(struct node *n)
-{
-	struct proto_msg m = { .type = PROTO_HELLO };
-	int err;
-
-	m.u.hello.client_id = n->c->client_id;
-	m.u.hello.token_len = n->c->token.len;
-	m.u.hello.token = n->c->token.bytes;
-	n->credits = 1; /* until WELCOME grants more */
-	err = send_msg(n, &m);
-	if (!err)
-		err = wait_for(n, is_welcomed, NULL);
-	if (!err && n->reply_err)
-		err = n->reply_err;
-	if (!err && n->rkey_len) /* the memnode offers one-sided access */
-		err = tp_set_rkey(n->ep, n->rkey, n->rkey_len);
-	if (!err)
-		err = meta_alloc(n);
-	if (err)
-		log_error("memnode %s: handshake failed: %s%s", n->addr, strerror(-err),
-			  err == -EACCES ? " (does our token-file hold the memnode's token?)" : "");
-	return err;
 }
 
 static int ask_frames(struct node *n, unsigned order)
@@ -593,8 +569,11 @@ int client_flush(struct comex_client *c)
 	pthread_mutex_lock(&c->lock);
 	for (unsigned i = 0; i < c->nnodes; i++) {
 		struct node *n = &c->node[i];
-		int err = send_releases(n);
+		int err;
 
+		if (n->fail_err) /* out of use: its frames went with its session */
+			continue;
+		err = send_releases(n);
 		if (!err)
 			err = wait_for(n, no_pending, NULL);
 		if (err && !first)
@@ -634,15 +613,23 @@ static int unseal(struct node *n, uint32_t pfn, uint32_t count, uint8_t *dst)
 	return 0;
 }
 
-/* Completes a transfer started by transfer_start (op), waiting for it. */
+/* Completes a transfer started by transfer_start (op), waiting for it. A
+ * transfer of an older session (the node failed and a new session began
+ * since, perhaps still joining) failed with that session: its endpoint was
+ * closed by node_reset, which cancelled it, and its frames are gone. It is
+ * neither waited for nor allowed to touch the new session's endpoint. */
 static int transfer_finish(struct node *n, enum tp_rma_kind kind, struct tp_op *op)
 {
-	int err = op->done ? 0 : wait_for(n, NULL, op);
+	int err;
+
+	if (op->tag != n->session)
+		return op->done && op->status ? op->status : -ECONNRESET;
+	err = op->done ? 0 : wait_for(n, NULL, op);
 
 	if (!err)
 		err = op->status;
 	if (!err && n->rkey_len && kind == TP_PUT) { /* a put completes locally; a flush proves it landed */
-		*op = (struct tp_op){ 0 };
+		*op = (struct tp_op){ .tag = n->session };
 		err = tp_rma(n->ep, TP_FLUSH, NULL, 0, 0, op);
 		if (!err)
 			err = wait_for(n, NULL, op);
@@ -663,7 +650,7 @@ static int transfer_start(struct node *n, enum tp_rma_kind kind, uint32_t pfn, u
 	struct proto_msg m = { .type = kind == TP_GET ? PROTO_READ : PROTO_WRITE };
 	int err;
 
-	*op = (struct tp_op){ 0 };
+	*op = (struct tp_op){ .tag = n->session };
 	if (n->fail_err)
 		return n->fail_err;
 	if (!count || (uint64_t)pfn + count > n->pool_frames || count > PROTO_MAX_RW_FRAMES)
@@ -733,7 +720,7 @@ int client_write_start(struct comex_client *c, unsigned node, uint32_t pfn, uint
 	pthread_mutex_lock(&c->lock);
 	if (c->crypt) { /* sealed pages go out from the one bounce buffer: at once */
 		err = transfer(n, TP_PUT, pfn, count, (void *)src);
-		*op = (struct tp_op){ .done = true, .status = err };
+		*op = (struct tp_op){ .done = true, .status = err, .tag = n->session };
 	} else {
 		err = transfer_start(n, TP_PUT, pfn, count, (void *)src, op);
 	}
@@ -814,6 +801,7 @@ static void node_reset(struct node *n)
 {
 	struct comex_client *c = n->c;
 	char addr[sizeof(n->addr)];
+	uint32_t session = n->session + 1;
 
 	if (n->ep)
 		tp_close(n->ep);
@@ -823,6 +811,7 @@ static void node_reset(struct node *n)
 	memset(n, 0, sizeof(*n));
 	memcpy(n->addr, addr, sizeof(addr));
 	n->c = c;
+	n->session = session;
 	frame_pool_init(&n->fp);
 	n->nack_order = -2;
 	n->fail_err = -ENOTCONN;
@@ -851,6 +840,8 @@ static int join_check(struct node *n)
 {
 	int err = n->join_err ? n->join_err : n->reply_err;
 
+	if (!n->ep) /* closed under the join: this attempt failed */
+		err = -ENOTCONN;
 	if (!err && !n->welcomed)
 		return now_ns() - n->join_t0 < n->c->timeout_ns ? -EINPROGRESS : -ETIMEDOUT;
 	if (!err && n->rkey_len)
@@ -859,13 +850,13 @@ static int join_check(struct node *n)
 		err = meta_alloc(n);
 	n->joining = false;
 	if (err) {
-		tp_close(n->ep);
+		if (n->ep)
+			tp_close(n->ep);
 		n->ep = NULL;
 		n->fail_err = err;
 		return err;
 	}
 	n->fail_err = 0;
-	log_info("memnode %s (nid %u) connected: new pages may go there", n->addr, n->nid);
 	return 0;
 }
 
@@ -877,7 +868,12 @@ int client_rejoin(struct comex_client *c, unsigned node)
 	if (!n)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	err = !n->fail_err ? 0 : n->joining ? join_check(n) : join_start(n);
+	if (!n->fail_err)
+		err = 0;
+	else if (!n->joining)
+		err = join_start(n);
+	else if (!(err = join_check(n)))
+		log_info("memnode %s (nid %u) connected: new pages may go there", n->addr, n->nid);
 	if (err && err != -EINPROGRESS && n->joining) { /* the start failed */
 		n->joining = false;
 		n->fail_err = err;
@@ -1024,6 +1020,23 @@ static void client_free(struct comex_client *c)
 	free(c);
 }
 
+/* Failures that a later rejoin may overcome; any other (a refused token, a
+ * bad address, another protocol version) is the configuration's. */
+static bool unreachable(int err)
+{
+	return err == -ECONNREFUSED || err == -ETIMEDOUT || err == -EHOSTUNREACH || err == -ENETUNREACH ||
+	       err == -ECONNRESET || err == -ENOTCONN || err == -ECONNABORTED;
+}
+
+static bool join_settled(void *arg)
+{
+	struct node *n = arg;
+
+	return n->welcomed || n->reply_err || n->join_err;
+}
+
+/* The first session, as a rejoin's but waited for. A memnode that cannot be
+ * reached is kept out of use (the membership thread brings it in later). */
 static int connect_node(struct comex_client *c, const char *addr)
 {
 	struct node *n = &c->node[c->nnodes];
@@ -1035,13 +1048,28 @@ static int connect_node(struct comex_client *c, const char *addr)
 	}
 	snprintf(n->addr, sizeof(n->addr), "%s", addr);
 	n->c = c;
-	frame_pool_init(&n->fp);
-	n->nack_order = -2;
-	err = tp_connect(c->tp, addr, n, &n->ep);
-	if (err)
-		return err;
 	c->nnodes++;
-	return hello(n);
+	err = join_start(n);
+	while (err == -EINPROGRESS) {
+		int w = tp_run(c->tp, join_settled, n, c->spin_ns, c->timeout_ns);
+
+		err = join_check(n);
+		if (err == -EINPROGRESS && w && w != -EINTR)
+			err = w;
+	}
+	if (err && n->joining) { /* join_start failed */
+		n->joining = false;
+		n->fail_err = err;
+	}
+	if (err && unreachable(err)) {
+		log_warn("memnode %s: cannot reach it (%s); it is tried again in the background",
+			 addr, strerror(-err));
+		return 0;
+	}
+	if (err)
+		log_error("memnode %s: handshake failed: %s%s", addr, strerror(-err),
+			  err == -EACCES ? " (does our token-file hold the memnode's token?)" : "");
+	return err;
 }
 
 int client_connect(const struct options *o, struct comex_client **out)
@@ -1067,6 +1095,14 @@ int client_connect(const struct options *o, struct comex_client **out)
 	if (!c->nnodes) {
 		log_error("option memnode: no memnode given");
 		err = -EINVAL;
+		goto cleanup_tp;
+	}
+	err = -EHOSTUNREACH;
+	for (unsigned i = 0; i < c->nnodes; i++)
+		if (!c->node[i].fail_err)
+			err = 0;
+	if (err) {
+		log_error("option memnode: none of the %u memnodes can be reached", c->nnodes);
 		goto cleanup_tp;
 	}
 	*out = c;

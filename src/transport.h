@@ -36,7 +36,8 @@ struct tp_callbacks {
 /* A one-sided operation or flush; owned by the caller until done is set. */
 struct tp_op {
 	volatile bool done;
-	int status; /* 0 or negative errno, valid once done */
+	int status;   /* 0 or negative errno, valid once done */
+	uint32_t tag; /* the owner's; the transport never reads it */
 };
 
 enum tp_rma_kind { TP_GET, TP_PUT, TP_FLUSH };

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "options.h"
 #include "check.h"
+#include "transport.h"
 
 struct memnode_proc { pid_t pid; char addr[64]; char log[256]; };
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# e2e_run_rejoin: a memnode that comes back (restarted on its port after a drain or a SIGKILL) or is added to the config file while a program runs is connected to and used for new pages; the program's output equals the native run and no page is lost.
+# e2e_run_rejoin: a memnode that comes back (restarted on its port after a drain or a SIGKILL), was down when the program started, or is added to the config file while a program runs is connected to and used for new pages; the program's output equals the native run and no page is lost.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 . "$src/tests/progs/memnodes.sh"
-echo "e2e_run_rejoin: restart after drain and after SIGKILL, memnode added to the config file"
+echo "e2e_run_rejoin: restart after drain and after SIGKILL, memnode down at start, memnode added to the config file"
 
 # 1. Two memnodes. a is drained and restarted on its port: the program
 # reconnects. Then b is drained: with a back, b's pages go to a, not home.
@@ -59,5 +59,32 @@ if want added; then
     }
   }
   for v in pid_d; do [ -n "${!v:-}" ] && { kill -KILL "${!v}"; wait "${!v}"; } 2>/dev/null; done
+fi
+# 3. Two memnodes, the second down when the program starts: the program
+# starts on the first and says it cannot reach the second. Once the second
+# is up on its port it is connected, and when the first is drained its pages
+# go there, not home.
+if want down; then
+  mn_start g && mn_start h && { kill -KILL "$pid_h"; wait "$pid_h" 2>/dev/null; true; } &&
+    start_prog down 16M "127.0.0.1:$port_g,127.0.0.1:$port_h" 64 idle && {
+    err=$dir/down.err
+    if ! grep -q "127.0.0.1:$port_h: cannot reach it" "$err"; then
+      fail down "no warning about the memnode that was down: $(head -n 2 "$err")"
+    elif ! mn_start h2 --listen "127.0.0.1:$port_h"; then
+      :
+    elif ! wait_log "$err" "127.0.0.1:$port_h (nid [0-9]*) connected"; then
+      fail down "the memnode that came up was not connected to"
+    elif ! "$bin" drain --token-file "$dir/token" "127.0.0.1:$port_g" >/dev/null; then
+      fail down "comex drain failed"
+    elif drained g "$pid_g" && finished down; then
+      n=$(moved g); home=$(stat down pages_migrated_home); lost=$(stat down pages_lost)
+      if [ "$n" -le 0 ] || [ "$home" -ne 0 ] || [ "$lost" -ne 0 ]; then
+        fail down "g's DONE moved $n pages, pages_migrated_home=$home (0 expected: h had room), pages_lost=$lost"
+      else
+        echo "ok: down: started without h, connected to it later, g's $n pages went there, output identical"
+      fi
+    fi
+  }
+  for v in pid_h2; do [ -n "${!v:-}" ] && { kill -KILL "${!v}"; wait "${!v}"; } 2>/dev/null; done
 fi
 finish

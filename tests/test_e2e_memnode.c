@@ -232,6 +232,80 @@ static void test_memnode_dies(int sig)
 	fprintf(stderr, "memnode_dies(%s): ok (%s)\n", strsignal(sig), strerror(-err));
 }
 
+/* Writes in flight when their memnode died, waited for while its restart is
+ * joined and after: each fails at once (its session is gone), and neither
+ * touches nor fails the new session (the soak's SIGSEGV in join_check). */
+static void test_rejoin_old_writes(void)
+{
+	struct memnode_proc mn, again;
+	struct comex_client *c;
+	struct client_health h;
+	struct tp_op op1, op2;
+	uint64_t page[512];
+	uint32_t pfn, got;
+	int err, st;
+
+	memnode_start(&mn, (const char *[]){ "--pool", "64M", "--token-file", token, NULL });
+	CHECK(client_for((const char *[]){ "--memnode", mn.addr, "--token-file", token, "--op-timeout", "5s", NULL },
+			 &c) == 0);
+	CHECK(client_alloc(c, 0, 2, &pfn, &got) == 0 && got == 2);
+	fill_page(page, pfn, 11);
+	kill(mn.pid, SIGSTOP); /* the writes stay unanswered */
+	CHECK(client_write_start(c, 0, pfn, 1, page, &op1) == 0);
+	CHECK(client_write_start(c, 0, pfn + 1, 1, page, &op2) == 0);
+	kill(mn.pid, SIGKILL);
+	CHECK(waitpid(mn.pid, &st, 0) == mn.pid);
+	do
+		client_poll(c, &h);
+	while (!(h.out & 1));
+	memnode_start(&again, (const char *[]){ "--listen", mn.addr, "--pool", "64M", "--token-file", token, NULL });
+	CHECK(client_rejoin(c, 0) == -EINPROGRESS);
+	CHECK(client_write_wait(c, 0, &op1) < 0); /* while joining */
+	while ((err = client_rejoin(c, 0)) == -EINPROGRESS)
+		client_poll(c, &h);
+	CHECK(err == 0);
+	CHECK(client_write_wait(c, 0, &op2) < 0); /* after the join */
+	client_poll(c, &h);
+	CHECK(!(h.out & 1));
+	roundtrip(c, 0, 2000, 12);
+	client_close(c);
+	memnode_stop(&again);
+	fprintf(stderr, "rejoin_old_writes: ok\n");
+}
+
+/* A memnode that is down when the client starts: the client starts on the
+ * others and takes it in once it is up; with none up it fails. */
+static void test_start_with_one_down(void)
+{
+	struct memnode_proc up, down;
+	struct comex_client *c;
+	struct client_health h;
+	char list[160];
+	int err, st;
+
+	memnode_start(&up, (const char *[]){ "--pool", "64M", "--token-file", token, NULL });
+	memnode_start(&down, (const char *[]){ "--pool", "64M", "--token-file", token, NULL });
+	kill(down.pid, SIGKILL); /* its port is free now: nobody listens there */
+	CHECK(waitpid(down.pid, &st, 0) == down.pid);
+	CHECK(client_for((const char *[]){ "--memnode", down.addr, "--token-file", token, NULL }, &c) < 0);
+	snprintf(list, sizeof(list), "%s,%s", up.addr, down.addr);
+	CHECK(client_for((const char *[]){ "--memnode", list, "--token-file", token, NULL }, &c) == 0);
+	client_poll(c, &h);
+	CHECK(h.out == 2); /* the first in use, the second out */
+	roundtrip(c, 0, 1000, 13);
+	CHECK(client_rejoin(c, 1) < 0 || h.out); /* still down: an error or in progress, never a wait */
+	memnode_start(&down, (const char *[]){ "--listen", down.addr, "--pool", "64M", "--token-file", token, NULL });
+	do { /* back-off as the membership thread does it, without the delays */
+		err = client_rejoin(c, 1);
+		client_poll(c, &h);
+	} while (err);
+	roundtrip(c, 1, 1000, 14);
+	client_close(c);
+	memnode_stop(&down);
+	memnode_stop(&up);
+	fprintf(stderr, "start_with_one_down: ok\n");
+}
+
 int main(void)
 {
 	setenv("UCX_TLS", getenv("COMEX_TEST_UCX_TLS") ? getenv("COMEX_TEST_UCX_TLS") : "tcp", 1);
@@ -246,6 +320,8 @@ int main(void)
 	test_rma_path();
 	test_memnode_dies(SIGKILL);
 	test_memnode_dies(SIGSTOP);
+	test_rejoin_old_writes();
+	test_start_with_one_down();
 	/* Same paths with UCX's own choice and the shm option: shared memory
 	 * between the memnode and its clients on this host. */
 	unsetenv("UCX_TLS");
@@ -256,5 +332,6 @@ int main(void)
 	test_rma_path();
 	test_memnode_dies(SIGKILL);
 	test_memnode_dies(SIGSTOP);
+	test_rejoin_old_writes();
 	return 0;
 }

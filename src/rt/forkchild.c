@@ -64,7 +64,7 @@ static struct child kids[MAX_CHILDREN];
 static int nkids;                  /* used slots (pending or live): frames frozen while > 0 */
 static int pending = -1;           /* slot of the fork in progress (its event not read yet) */
 static __thread int my_slot = -1;  /* the slot this thread's fork prepared */
-static uint64_t *deferred;         /* (node << 32 | pfn) of frames released while frozen */
+static uint64_t *deferred;         /* (epoch << 40 | node << 32 | pfn) of frames released while frozen */
 static uint32_t ndeferred;
 static char *runbuf;               /* RUN_PAGES pages: where a child's run is read */
 static uint8_t *lazy_got;          /* in a lazy child: its byte map (else NULL) */
@@ -87,8 +87,12 @@ static void free_slot(struct child *c)
 	*c = (struct child){ .uffd = -1, .pidfd = -1 };
 	if (--nkids)
 		return;
-	for (uint32_t i = 0; i < ndeferred; i++)
-		pager_release_frame((unsigned)(deferred[i] >> 32), (uint32_t)deferred[i]);
+	for (uint32_t i = 0; i < ndeferred; i++) {
+		unsigned node = (unsigned)(deferred[i] >> 32) & 0xff;
+
+		if ((uint16_t)(deferred[i] >> 40) == P.epoch[node]) /* else its node failed since: not ours */
+			pager_release_frame(node, (uint32_t)deferred[i]);
+	}
 	ndeferred = 0;
 }
 
@@ -441,7 +445,7 @@ bool forkchild_defer(unsigned node, uint32_t pfn)
 	if (!nkids)
 		return false;
 	if (ndeferred < DEFER_MAX) {
-		deferred[ndeferred++] = (uint64_t)node << 32 | pfn;
+		deferred[ndeferred++] = (uint64_t)P.epoch[node] << 40 | (uint64_t)node << 32 | pfn;
 	} else if (!warned) { /* kept until the memnode sees us go: never freed under a child */
 		warned = true;
 		log_warn("more than %u frames freed while forked children live; the rest stay held", DEFER_MAX);

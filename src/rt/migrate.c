@@ -282,6 +282,7 @@ void migrate_forget(unsigned d)
 	pager_lock("moving pages off a memnode");
 	lost = 0;
 	P.cursor[d].left = 0;
+	P.epoch[d]++;
 	replica_forget(d, true);
 	backup_wait(P.wb_out[d]);
 	take_wbuf_home(d, P.wb[d]);

@@ -42,6 +42,8 @@ struct pager {
 	uint32_t cur_left;            /* frames until placement chooses again */
 	uint64_t rng;                 /* placement's random state (p2c, weighted) */
 	struct { uint32_t pfn, left; } cursor[MAX_NODES];
+	uint16_t epoch[MAX_NODES];    /* bumped when a node's frames are forgotten (it failed): (node, pfn)
+				       * pairs held aside from before are void, a new session may reuse them */
 	uint64_t resident, heap_hi, map_hi;
 	uint64_t low_free, high_free; /* reclaimer watermarks, pages free under the budget */
 	uint64_t full_until;          /* ns: every memnode said full; no eviction tried before */
