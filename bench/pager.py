@@ -50,6 +50,7 @@ from pathlib import Path
 
 import benchlib
 import transport
+from harness import sysenv
 from benchlib import ROOT, SPREAD_LIMIT, cpu_times, finish_machine_info, git_revision, machine_info, pct, summary
 
 SCHEMA = "comex-bench-pager/2"
@@ -150,17 +151,12 @@ SEEN_KEYS = ("faults_seen", "fault_median_us", "fault_p99_us", "fault_total_s")
 
 # ------------------------------------------------------------------ processes
 
-def clean_env():
-    """Our environment minus anything that would reconfigure comex or UCX."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("COMEX_", "UCX_"))}
-
-
 def run_measured(cmd, out_path, err_path, timeout):
     """Runs cmd in its own session; returns (status, wall seconds, rusage of
     it and its reaped descendants). Killed (the whole group) after timeout."""
     with open(out_path, "w") as out, open(err_path, "w") as err:
         t0 = time.monotonic()
-        p = subprocess.Popen(cmd, stdout=out, stderr=err, env=clean_env(), start_new_session=True)
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, env=benchlib.clean_env(), start_new_session=True)
         timer = threading.Timer(timeout, lambda: os.killpg(p.pid, signal.SIGKILL))
         timer.start()
         try:
@@ -185,8 +181,12 @@ def workload_args(bench, pattern, w):
             "--time-touches", "1", "--fault-ns", str(FAULT_NS), "--threads", str(threads)]
 
 
+def embedded_pool_mib(w):
+    return max(MIN_EMBEDDED_POOL_MIB, w['size_mib'] + POOL_SLACK_MIB)
+
+
 def embedded_pool_flag(w):
-    return f"--embedded-pool={max(MIN_EMBEDDED_POOL_MIB, w['size_mib'] + POOL_SLACK_MIB)}M"
+    return f"--embedded-pool={embedded_pool_mib(w)}M"
 
 
 def comex_cmd(ctx, cfg, local_mem, stats_path):
@@ -212,6 +212,8 @@ def run_once(ctx, cfg, pattern, local_mem, tag):
     if not cfg.native:
         stats_path.unlink(missing_ok=True)
         cmd = comex_cmd(ctx, cfg, local_mem, stats_path) + cmd
+    if ctx["warm"]:  # the same for every configuration: what the run may touch fresh (program + pool)
+        sysenv.warm_guest_memory(ctx["workload"]["size_mib"] + embedded_pool_mib(ctx["workload"]))
     rc, wall, ru = run_measured(cmd, tmp / f"{tag}.out", tmp / f"{tag}.err", run_timeout(ctx["workload"]))
     err_tail = (benchlib.read_text(tmp / f"{tag}.err") or "").strip()[-1500:]
     if rc:
@@ -235,7 +237,7 @@ def run_once(ctx, cfg, pattern, local_mem, tag):
 def run_uffd_floor(ctx):
     """bench/uffd_floor's JSON, or {'error': ...} (status 77: no userfaultfd)."""
     cmd = [ctx["uffd_floor"], "--iters", str(FLOOR_UFFD_ITERS)]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=clean_env(), timeout=FLOOR_TIMEOUT_S)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=benchlib.clean_env(), timeout=FLOOR_TIMEOUT_S)
     if p.returncode:
         kind = "userfaultfd unavailable" if p.returncode == 77 else f"exit status {p.returncode}"
         return {"error": f"{kind}: {' '.join(cmd)}: {p.stderr.strip()[-500:]}"}
@@ -768,6 +770,15 @@ def rel(path):
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
+def warm_text(o):
+    if not o.get("warm_mib"):
+        return ""
+    return (f"Before every run, native or not, {o['warm_mib']} MiB were touched and freed (`--no-warm` skips it): "
+            "this VM reports free pages to its hypervisor (virtio-balloon free page reporting), and a first "
+            "touch of a reported page costs a hypervisor fault, which made a native 1 GiB fill take 0.6-1.9 s "
+            "from run to run (0.59-0.65 s after the warm-up).\n")
+
+
 def comex_flags_text(o):
     extra = o.get("comex_flags") or []
     return ("; and, from the command line, " + " ".join(f"`{f}`" for f in extra)) if extra else ""
@@ -816,7 +827,7 @@ preemptions; no ratio to the floor is given where there were no remote faults).
 *total* = fill + access as timed inside the program (`CLOCK_MONOTONIC`); *wall*
 also counts process start, `comex run`'s embedded memnode start-up (a
 {o.get('embedded_pool_mib', MIN_EMBEDDED_POOL_MIB)} MiB pool, populated and locked) and exit. Slowdown = comex median / native median.
-
+{warm_text(o)}
 Budgets: `local-mem` is a share of the native run's peak RSS
 ({", ".join(f"{p} {k // 1024} MiB" for p, k in o['footprint_kib'].items())}), and as for every `comex run` it
 includes the runtime's own buffers (with adaptive prefetch a 64-page landing area instead of the {RBUF_PAGES}-page read buffer, write
@@ -951,6 +962,8 @@ def parse_args(argv):
     ap.add_argument("--out-dir", help="write the JSON and the page there instead of bench/results and docs/")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: 16 MiB, one pass, one run; JSON and page go to a temporary directory")
+    ap.add_argument("--no-warm", action="store_true",
+                    help="no warm-up of guest memory before each run (harness/sysenv.py warm_guest_memory)")
     ap.add_argument("--render-only", action="store_true", help="only regenerate docs/PAGER-BENCH.md")
     args = ap.parse_args(argv)
     args.patterns = csv_choice(args.patterns, PATTERNS, "--patterns", threads_ok=True)
@@ -1013,7 +1026,7 @@ def main(argv):
            "transport_bench": bins["transport_bench"], "tmp": tmp, "workload": w, "patterns": args.patterns,
            "configs": configs, "comex_flags": args.comex_flag,
            "floor_shm_iters": QUICK_FLOOR_SHM_ITERS if args.quick else FLOOR_SHM_ITERS,
-           "poll_wait_s": args.poll_wait,
+           "poll_wait_s": args.poll_wait, "warm": not args.no_warm and sysenv.free_page_reporting(),
            "footprint_kib": {}, "checksum": {}, "samples": {}, "errors": [], "floor": []}
     try:
         ctx["token"] = transport.make_token(bins["comex"], tmp)
@@ -1035,7 +1048,8 @@ def main(argv):
                         footprint_kib=ctx["footprint_kib"], native_checksum=ctx["checksum"],
                         build=str(Path(bins["comex"]).parent), fits_slack_kib=FITS_SLACK_KIB,
                         rbuf_pages=RBUF_PAGES, wbuf_pages=WBUF_PAGES, zero_fill_window=64,
-                        embedded_pool_mib=int(embedded_pool_flag(w).split("=")[1][:-1]),
+                        embedded_pool_mib=embedded_pool_mib(w), warm_mib=ctx["warm"] and
+                        (w["size_mib"] + embedded_pool_mib(w)),
                         floor_uffd_iters=FLOOR_UFFD_ITERS, floor_shm_iters=ctx["floor_shm_iters"],
                         run_timeout_s=run_timeout(w), poll_wait_s=args.poll_wait,
                         private_shm=bool(os.environ.get(transport.PRIVATE_SHM_MARK)),

@@ -173,6 +173,8 @@ class Session:
         tag = "%s-%s-%s-%s-%d%s%s" % (name, mode_name, fraction, k, rep, tag_extra,
                                       "" if neighbour == "none" else "-" + neighbour)
         nb = None
+        # every mode alike: about what the run touches fresh (program, swap device or pool)
+        rec["warmed_mib"] = sysenv.warm_guest_memory(2 * w.size * k)
         try:
             ctx = m.begin(limit, k, comex_opts, comex_local_mem)
             if neighbour != "none":
