@@ -242,7 +242,14 @@ def free_page_reporting():
     return False
 
 
-WARM_CHUNK = 1 << 20
+WARM_CODE = """
+import mmap, sys
+mib = int(sys.argv[1])
+m = mmap.mmap(-1, mib << 20)
+zero = bytes(1 << 20)
+for _ in range(mib):
+    m.write(zero)
+"""
 
 
 def warm_guest_memory(mib):
@@ -251,18 +258,14 @@ def warm_guest_memory(mib):
     about 2 s after they are freed), a run's first touch of such pages costs
     a hypervisor fault each: a native 1 GiB fill took 0.6-1.9 s from run to
     run, against 0.59-0.65 s after this. Every mode and configuration gets
-    the same warm-up, so it makes runs comparable, not comex faster. Returns
-    the MiB warmed (0 where nothing reports free pages)."""
-    import mmap
+    the same warm-up, so it makes runs comparable, not comex faster. In a
+    process of its own: the caller's peak RSS, which fork hands down to
+    every later child's ru_maxrss, must not grow. Returns the MiB warmed
+    (0 where nothing reports free pages)."""
     if not free_page_reporting() or mib <= 0:
         return 0
-    avail = (meminfo_kib("MemAvailable") or 0) // 1024
-    mib = min(mib, avail // 2)
-    m = mmap.mmap(-1, mib << 20)
-    zero = bytes(WARM_CHUNK)
-    for _ in range(mib):
-        m.write(zero)
-    m.close()
+    mib = min(mib, (meminfo_kib("MemAvailable") or 0) // 1024 // 2)
+    subprocess.run([sys.executable, "-c", WARM_CODE, str(mib)], check=True)
     return mib
 
 
