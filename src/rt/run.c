@@ -54,6 +54,40 @@ static int find_program(const char *name, char *out, size_t cap)
 	return -ENOENT;
 }
 
+/* The Go toolchain puts a note named "Go" (its build id) in a PT_NOTE
+ * segment of every binary it links, and keeps it when section headers are
+ * stripped; program headers are what the kernel itself reads. */
+#define GO_NOTE_SCAN 4096 /* bytes of each note segment read: the build id note comes first */
+
+static bool has_go_note(int fd, const Elf64_Ehdr *eh)
+{
+	static const char go_name[] = "Go";
+	unsigned char buf[GO_NOTE_SCAN];
+	Elf64_Phdr ph;
+
+	for (unsigned i = 0; i < eh->e_phnum; i++) {
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh->e_phoff + i * sizeof(ph))) != sizeof(ph) || ph.p_type != PT_NOTE)
+			continue;
+		size_t len = ph.p_filesz < sizeof(buf) ? ph.p_filesz : sizeof(buf);
+		ssize_t got = pread(fd, buf, len, (off_t)ph.p_offset);
+
+		for (size_t off = 0; got > 0 && off + sizeof(Elf64_Nhdr) <= (size_t)got;) {
+			Elf64_Nhdr nh;
+
+			memcpy(&nh, buf + off, sizeof(nh));
+			off += sizeof(nh);
+			/* the Go linker writes n_namesz 4 ("Go" and two NULs), other tools 3 */
+			if ((nh.n_namesz == sizeof(go_name) || nh.n_namesz == sizeof(go_name) + 1) &&
+			    off + sizeof(go_name) <= (size_t)got &&
+			    !memcmp(buf + off, go_name, sizeof(go_name)))
+				return true;
+			/* name and descriptor are each padded to 4 bytes */
+			off += ((size_t)nh.n_namesz + 3u) / 4u * 4u + ((size_t)nh.n_descsz + 3u) / 4u * 4u;
+		}
+	}
+	return false;
+}
+
 static bool has_go_section(int fd, const Elf64_Ehdr *eh)
 {
 	Elf64_Shdr sh, strsh;
@@ -97,13 +131,13 @@ static int check_binary(const char *path)
 	for (unsigned i = 0; i < eh.e_phnum; i++)
 		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) == sizeof(ph) && ph.p_type == PT_INTERP)
 			interp = true;
-	if (!interp) {
+	if (has_go_note(fd, &eh) || has_go_section(fd, &eh)) {
+		log_error("%s is a Go program%s: the Go runtime maps its heap with raw system calls that comex "
+			  "cannot see; refusing to run it", path, interp ? "" : " (statically linked)");
+		err = -ENOEXEC;
+	} else if (!interp) {
 		log_error("%s is statically linked: comex cannot put its allocator and mmap in front of it, "
 			  "so its memory would not be managed; refusing to run it", path);
-		err = -ENOEXEC;
-	} else if (has_go_section(fd, &eh)) {
-		log_error("%s is a Go program: the Go runtime maps its heap with raw system calls that comex "
-			  "cannot see; refusing to run it", path);
 		err = -ENOEXEC;
 	}
 	close(fd);
