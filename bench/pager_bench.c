@@ -3,7 +3,7 @@
  * can run natively and under `comex run` unchanged:
  *
  *   pager_bench --pattern seq|rand|stride --size-mib N [--passes K] [--write-pct W] [--seed S]
- *               [--stride K] [--time-touches 0|1] [--fault-ns T] [--threads T]
+ *               [--stride K] [--time-touches 0|1] [--fault-ns T] [--threads T] [--progress 0|1]
  *
  * 1. fill: mallocs N MiB and writes every 8-byte word of it with a value
  *    derived from its index and the seed (the first touch of every page);
@@ -31,6 +31,10 @@
  *   "faults_seen":..,"fault_median_us":..,"fault_p99_us":..,"fault_total_s":..,"fault_ns":T
  * (the medians are null when no touch was that slow); the clock calls add
  * to access_s, so compare timed runs only with timed runs.
+ * With --progress 1 the first thread writes "pager_bench: progress NS N" to
+ * stderr every 4096 touches of the access passes (NS: CLOCK_MONOTONIC, N:
+ * its touches so far), for a script that follows the throughput
+ * (bench/soak.py).
  * checksum depends only on the arguments (never on timing or where the
  * pages lived); fill_s and access_s are CLOCK_MONOTONIC seconds of the two
  * phases; ns_per_page = access_s / (passes * pages). Exit status 0, or 2 on
@@ -44,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PAGE 4096u
 #define WORDS_PER_PAGE (PAGE / sizeof(uint64_t))
@@ -100,7 +105,7 @@ static size_t word_of(uint64_t p, unsigned k)
 static void usage(void)
 {
 	fprintf(stderr, "usage: pager_bench --pattern seq|rand|stride --size-mib N [--passes K] [--write-pct W] [--seed S]\n"
-			"                   [--stride K] [--time-touches 0|1] [--fault-ns T] [--threads T]\n");
+			"                   [--stride K] [--time-touches 0|1] [--fault-ns T] [--threads T] [--progress 0|1]\n");
 	exit(2);
 }
 
@@ -204,8 +209,24 @@ struct share {
 	unsigned pass;
 	uint64_t seed, write_pct, sum;
 	bool timed;
+	int progress_fd;           /* -1, or where to report touches (thread 0's share only) */
 	struct touch_log log;
 };
+
+#define PROGRESS_EVERY 4096 /* touches between two progress lines */
+
+/* "pager_bench: progress NS TOUCHED\n" with NS on CLOCK_MONOTONIC (the
+ * clock of a watching script), written whole with one write(2). */
+static void progress(int fd, uint64_t touched)
+{
+	char line[96];
+	int n = snprintf(line, sizeof(line), "pager_bench: progress %" PRIu64 " %" PRIu64 "\n", now_ns(), touched);
+
+	if (write(fd, line, (size_t)n) < 0)
+		return; /* a watcher that went away is no reason to stop */
+}
+
+static uint64_t touched_total; /* thread 0's touches over all passes */
 
 static void *access_share(void *arg)
 {
@@ -224,6 +245,8 @@ static void *access_share(void *arg)
 			page[word_of(p, k + 1)] = sum;
 		if (sh->timed)
 			log_touch(&sh->log, now_ns() - t_touch);
+		if (sh->progress_fd >= 0 && ++touched_total % PROGRESS_EVERY == 0)
+			progress(sh->progress_fd, touched_total);
 	}
 	sh->sum = sum;
 	return NULL;
@@ -252,7 +275,7 @@ int main(int argc, char **argv)
 {
 	const char *pattern = NULL;
 	unsigned long long size_mib = 0, passes = 3, write_pct = 0, seed = 1, stride = DEFAULT_STRIDE;
-	unsigned long long timed = 0, fault_ns = DEFAULT_FAULT_NS, nthreads = 1;
+	unsigned long long timed = 0, fault_ns = DEFAULT_FAULT_NS, nthreads = 1, progress_on = 0;
 	enum pattern pat;
 
 	for (int i = 1; i < argc; i += 2) { /* every option takes a value */
@@ -276,6 +299,8 @@ int main(int argc, char **argv)
 			fault_ns = num(v, UINT32_MAX);
 		else if (!strcmp(a, "--threads"))
 			nthreads = num(v, MAX_THREADS);
+		else if (!strcmp(a, "--progress"))
+			progress_on = num(v, 1);
 		else
 			usage();
 	}
@@ -314,7 +339,8 @@ int main(int argc, char **argv)
 
 	for (unsigned j = 0; j < nthreads; j++) {
 		sh[j] = (struct share){ .mem = mem, .order = order, .seed = seed, .write_pct = write_pct,
-					.sum = sum ^ j, .timed = timed, .log = log };
+					.sum = sum ^ j, .timed = timed, .log = log,
+					.progress_fd = progress_on && !j ? STDERR_FILENO : -1 };
 		sh[j].log.ns = log.ns ? log.ns + log.cap / nthreads * j : NULL;
 		sh[j].log.cap = log.cap / nthreads;
 	}

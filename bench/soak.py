@@ -1,27 +1,37 @@
 #!/usr/bin/env python3
-"""Soak benchmark of memnode failures under a running program: three
-`comex memnode` processes on loopback TCP (started here), bench/pager_bench
-under `comex run` at 25 % of its native peak RSS, looped for --duration
-seconds while one memnode after the other (round robin) is SIGKILLed, left
-down for --pause seconds and restarted on its port (the client rejoins it).
-Two configurations: `--replicas 2` (r2) and `--replicas 1 --backup-dir`
-(r1-backup), --runs times each in alternating order; every run starts with
-one iteration without kills (the wall-time reference).
+"""Soak and fault-injection benchmark (issue 10): a paging workload runs
+under `comex run --replicas 2` with four `comex memnode` processes on
+loopback TCP (started here) while, every 20-60 s (uniform, seeded), a random
+memnode is disturbed in a random way:
 
-Every iteration's checksum is compared with the native run's. Writes
-bench/results/soak-<UTC>.json (schema comex-bench-soak/1) with per-kill,
-per-iteration and per-run records, medians per configuration, and
-docs/SOAK.md (generated). Exit status 1 when an iteration printed a wrong
-checksum, exited non-zero, or (r2) lost a page. A new iteration starts only
-while all three memnodes are up (`comex run` refuses to start when one of
-its --memnode addresses cannot be reached).
+  kill     SIGKILL, left down --pause s, restarted on its port (a crash);
+  stop     SIGSTOP for --stop s, then SIGCONT (a hang: the client fails it
+           over after its op-timeout, then reconnects to it);
+  restart  SIGTERM (a planned departure: it drains, its clients move their
+           pages), then started again on its port.
 
-  python3 bench/soak.py [--build DIR] [--duration 120] [--runs 3] [--configs r2,r1-backup] [--quick]
+Each configuration runs a phase without failures (--baseline s) and then the
+failure phase (--duration s). The workload, bench/pager_bench (random, 20 %
+writes, --progress 1), is looped; every iteration's checksum is compared with
+the native run's, so every page is read back and checked once per pass, and
+every iteration starts while the failures go on (a memnode may be down at
+its start). From the workload's progress lines the script builds the
+touches/s timeline of both phases and reports the throughput dip in the
+--window s after each event against the no-failure phase's mean, as
+Infiniswap's Fig. 16 does; from the client's log, when each failure was
+noticed and when re-replication made every page whole again.
+
+Writes bench/results/soak-<UTC>.json (schema comex-bench-soak/2),
+docs/SOAK.md and docs/img/soak-throughput.png (generated). Exit status 1 when
+an iteration printed a wrong checksum, exited non-zero, or (replicas 2) lost
+a page although no event came before the previous one was repaired.
+
+  python3 bench/soak.py [--build DIR] [--duration 1800] [--baseline 300] [--configs r2] [--seed 1] [--quick]
 """
 
 import argparse
 import json
-import os
+import random
 import re
 import signal
 import statistics
@@ -34,19 +44,23 @@ from pathlib import Path
 import benchlib
 from benchlib import ROOT, cpu_times, finish_machine_info, git_revision, machine_info, summary, utc_stamp
 
-SCHEMA = "comex-bench-soak/1"
-NODES = ("a", "b", "c")
+SCHEMA = "comex-bench-soak/2"
+NODES = ("a", "b", "c", "d")
+KINDS = ("kill", "stop", "restart")
+OP_TIMEOUT_S = 5   # comex run --op-timeout: a stopped memnode is failed over after this
 CONFIGS = {"r2": ["--replicas=2"], "r1-backup": ["--replicas=1", "--backup-dir={tmp}/backup"]}
-# Counters of --stats-json kept per iteration and summed per run.
+# Counters of --stats-json kept per iteration and summed per phase.
 COUNTERS = ("pages_evicted", "pages_written", "pages_failed_over", "pages_rereplicated", "pages_lost",
-            "pages_corrupt", "memnodes_rejoined", "pages_backup_written", "pages_backup_read", "budget_overshoots")
-CONNECTED = re.compile(r"client 0x[0-9a-f]+: connected")
-FAILED = re.compile(r"memnode \S+ \(nid \d+\) failed:")
+            "pages_corrupt", "memnodes_rejoined", "memnodes_drained", "pages_migrated", "pages_backup_read",
+            "budget_overshoots")
+FAILED = re.compile(r"memnode \S+ \(nid \d+\) failed:|drained, \d+ of our pages")
 REPAIRED = re.compile(r"out of use \(failed or drained\).*?every page has its \d+ copies", re.S)
+PROGRESS = re.compile(r"^pager_bench: progress (\d+) (\d+)$", re.M)
+PLOT = ROOT / "docs" / "img" / "soak-throughput.png"
 
 
 class Memnodes:
-    """The three memnodes; kill() and restart() one of them on its port."""
+    """The memnodes, each disturbed by kill/stop/restart and brought back."""
 
     def __init__(self, comex, tmp, token, pool_mib):
         self.args = (comex, tmp, token, pool_mib)
@@ -56,25 +70,34 @@ class Memnodes:
 
     def _start(self, name, port):
         comex, tmp, token, pool_mib = self.args
-        # idle-spin 0: three polling memnodes would take the shared machine's cores
-        return benchlib.start_memnode(comex, tmp, name, token, pool_mib, port, extra=("--idle-spin=0",))
+        # idle-spin 0: four polling memnodes would take the shared machine's cores;
+        # drain-timeout 30 s: a restart is bounded even if a client cannot answer
+        return benchlib.start_memnode(comex, tmp, name, token, pool_mib, port,
+                                      extra=("--idle-spin=0", "--drain-timeout=30s"))
 
     def addresses(self):
         return ",".join(f"127.0.0.1:{self.ports[n]}" for n in NODES)
 
-    def kill(self, name):
-        self.procs[name].send_signal(signal.SIGKILL)
-        self.procs[name].wait()
+    def disturb(self, name, kind):
+        p = self.procs[name]
+        p.send_signal({"kill": signal.SIGKILL, "stop": signal.SIGSTOP, "restart": signal.SIGTERM}[kind])
+        if kind == "kill":
+            p.wait()
 
-    def connections(self):
-        """How many client connections each memnode has logged so far."""
-        return [len(CONNECTED.findall(benchlib.read_text(self.args[1] / f"{n}.log") or "")) for n in NODES]
-
-    def restart(self, name):
+    def recover(self, name, kind):
+        """True once name is back in service (call again until then)."""
+        p = self.procs[name]
+        if kind == "stop":
+            p.send_signal(signal.SIGCONT)
+            return True
+        if p.poll() is None:  # a restart still draining
+            return False
         self.procs[name], _ = self._start(name, self.ports[name])
+        return True
 
     def stop(self):
         for p in self.procs.values():
+            p.send_signal(signal.SIGCONT)
             p.kill()
             p.wait()
 
@@ -82,21 +105,12 @@ class Memnodes:
 class Iteration:
     """One `comex run` of the workload, in the background."""
 
-    def __init__(self, cmd, tmp, tag, nodes):
-        self.tmp, self.tag, self.kills, self.nodes = tmp, tag, 0, nodes
-        self.conns0, self.connected = nodes.connections(), False
+    def __init__(self, cmd, tmp, tag):
+        self.tmp, self.tag, self.events = tmp, tag, 0
         self.err = tmp / f"{tag}.err"
         self.t0 = time.monotonic()
         with open(tmp / f"{tag}.out", "w") as out, open(self.err, "w") as err:
             self.p = subprocess.Popen(cmd, stdout=out, stderr=err, env=benchlib.clean_env())
-
-    def is_connected(self):
-        """The program has reached every memnode (each logged a new client):
-        a kill before that makes `comex run` refuse to start, which is not
-        what the soak measures."""
-        if not self.connected:
-            self.connected = all(b > a for a, b in zip(self.conns0, self.nodes.connections()))
-        return self.connected
 
     def err_text(self):
         return benchlib.read_text(self.err) or ""
@@ -109,35 +123,30 @@ class Iteration:
         checksum = json.loads(lines[-1]).get("checksum") if lines else None
         stats = json.loads(benchlib.read_text(self.tmp / f"{self.tag}.json") or "{}")
         err = self.err_text()
-        rec = {"tag": self.tag, "wall_s": round(wall, 3), "exit_code": rc, "correct": checksum == ref_checksum,
-               "checksum": checksum, "kills_during": self.kills,
-               "failures_logged": len(FAILED.findall(err)),
-               "rejoins_logged": err.count("connected: new pages may go there"),
-               **{k: stats.get(k) for k in COUNTERS}}
+        prog = [(int(ns) / 1e9, int(n)) for ns, n in PROGRESS.findall(err)]
+        rec = {"tag": self.tag, "t0": self.t0, "wall_s": round(wall, 3), "exit_code": rc,
+               "correct": checksum == ref_checksum, "checksum": checksum, "events_during": self.events,
+               "progress": prog, **{k: stats.get(k) for k in COUNTERS}}
         if rc or not rec["correct"]:
             rec["errors"] = [ln for ln in err.splitlines() if ln.startswith(("comex: error", "comex: warning"))][:5]
         return rec
 
 
-def soak_run(a, nodes, tmp, cfg, run_no, wl, lm, token, ref):
-    """One run of configuration cfg: a reference iteration, then --duration
-    seconds of iterations with kills. Returns its record."""
-    def command(tag):
-        opts = [o.format(tmp=tmp) for o in CONFIGS[cfg]]
-        return [str(a.build / "comex"), "run", f"--local-mem={lm}", f"--token-file={token}",
-                "--memnode=" + nodes.addresses(), f"--stats-json={tmp / tag}.json", *opts, "--"] + wl
+def command(a, nodes, tmp, cfg, lm, token, wl, tag):
+    opts = [o.format(tmp=tmp) for o in CONFIGS[cfg]]
+    return [str(a.build / "comex"), "run", f"--local-mem={lm}", f"--token-file={token}", f"--op-timeout={a.op_timeout}s",
+            "--memnode=" + nodes.addresses(), f"--stats-json={tmp / tag}.json", *opts, "--"] + wl
 
-    (tmp / "backup").mkdir(exist_ok=True)
-    base = Iteration(command(f"{cfg}-{run_no}-base"), tmp, f"{cfg}-{run_no}-base", nodes).record(ref)
-    if base["exit_code"] or not base["correct"]:
-        raise RuntimeError(f"{cfg}: the reference iteration without kills failed: {base}")
-    guard = max(300.0, 20 * base["wall_s"])  # an iteration this long is taken as hung and killed
-    print(f"{cfg} run {run_no}: reference {base['wall_s']:.1f} s, correct {base['correct']}", file=sys.stderr)
-    iters, kills = [], []
+
+def phase(a, nodes, tmp, cfg, name, seconds, rng, wl, lm, token, ref):
+    """Loops the workload for `seconds`, disturbing memnodes when rng is
+    given. Returns the phase's record."""
+    iters, events = [], []
     t_start = time.monotonic()
-    t_end = t_start + a.duration
-    cur, n_iter, down, next_kill = None, 0, None, t_start + a.interval
-    last = None  # (iteration, err offset) at the last kill, for the repair wait
+    t_end = t_start + seconds
+    guard = a.guard
+    cur, n_iter, busy = None, 0, None  # busy: (event, node, kind, recover at)
+    next_event = t_start + rng.uniform(a.interval_min, a.interval_max) if rng else None
     while True:
         now = time.monotonic()
         if cur and cur.p.poll() is None and now - cur.t0 > guard:
@@ -145,187 +154,286 @@ def soak_run(a, nodes, tmp, cfg, run_no, wl, lm, token, ref):
         if cur and cur.p.poll() is not None:
             iters.append(cur.record(ref))
             cur = None
-        # no iteration starts while a memnode is down: `comex run` refuses
-        # to start when one of its --memnode addresses cannot be reached
-        if cur is None and now < t_end and down is None:
-            tag = f"{cfg}-{run_no}-i{n_iter}"
-            cur, n_iter = Iteration(command(tag), tmp, tag, nodes), n_iter + 1
-        if down and (now >= down[1] or now >= t_end):
-            nodes.restart(down[0])
-            kills[-1]["down_s"] = round(time.monotonic() - kills[-1]["t_s"] - t_start, 3)
-            down, next_kill = None, time.monotonic() + a.interval
-        elif not down and cur and now >= next_kill and now < t_end and cur.is_connected():
-            # the previous failure repaired: its iteration ended, or it logged
-            # every page whole again (None: nothing to repair without replicas)
-            repaired = None if "backup" in cfg else (last is None or last[0].p.poll() is not None or
-                                                     REPAIRED.search(last[0].err_text()[last[1]:]) is not None)
-            if repaired is not False or now >= next_kill + a.repair_wait:
-                name = NODES[(len(kills) + run_no) % len(NODES)]
-                offset = len(cur.err_text())  # before the kill: the client may log the failure at once
-                nodes.kill(name)
-                cur.kills += 1
-                kills.append({"t_s": round(now - t_start, 3), "node": name, "port": nodes.ports[name],
-                              "iteration": cur.tag, "waited_for_repair_s": round(now - next_kill, 3),
-                              "previous_repaired": repaired})
-                last, down = (cur, offset), (name, now + a.pause)
-        if last and "detected_s" not in kills[-1] and FAILED.search(last[0].err_text()[last[1]:]):
-            kills[-1]["detected_s"] = round(now - t_start - kills[-1]["t_s"], 3)
-        if cur is None and down is None and now >= t_end:
+        if cur is None and now < t_end:
+            tag = f"{cfg}-{name}-i{n_iter}"
+            cur, n_iter = Iteration(command(a, nodes, tmp, cfg, lm, token, wl, tag), tmp, tag), n_iter + 1
+        if busy and now >= busy[3] and nodes.recover(busy[1], busy[2]):
+            busy[0]["back_s"] = round(time.monotonic() - t_start - busy[0]["t_s"], 3)
+            busy = None
+        if rng and not busy and cur and now >= next_event and now < t_end:
+            last = events[-1] if events else None
+            repaired = cfg != "r2" or last is None or "repaired_s" in last or last["iteration_over"]()
+            if repaired or now >= next_event + a.repair_wait:
+                node, kind = rng.choice(NODES), rng.choice(a.kinds)
+                offset = len(cur.err_text())  # before the event: the client may log it at once
+                nodes.disturb(node, kind)
+                cur.events += 1
+                it = cur
+                ev = {"t_s": round(now - t_start, 3), "node": node, "kind": kind, "iteration": cur.tag,
+                      "previous_repaired": repaired, "iteration_over": lambda it=it: it.p.poll() is not None,
+                      "_it": it, "_offset": offset}
+                events.append(ev)
+                pause = {"kill": a.pause, "stop": a.stop, "restart": 0.0}[kind]
+                busy = (ev, node, kind, now + pause)
+                next_event = now + rng.uniform(a.interval_min, a.interval_max)
+        for ev in events[-2:]:  # the failure noticed and repaired, from the client's log
+            text = ev["_it"].err_text()[ev["_offset"]:]
+            if "detected_s" not in ev and FAILED.search(text):
+                ev["detected_s"] = round(now - t_start - ev["t_s"], 3)
+            if cfg == "r2" and "repaired_s" not in ev and REPAIRED.search(text):
+                ev["repaired_s"] = round(now - t_start - ev["t_s"], 3)
+        if cur is None and busy is None and now >= t_end:
             break
         time.sleep(0.05)
-    walls = [i["wall_s"] for i in iters]
-    detected = [k["detected_s"] for k in kills if "detected_s" in k]
+    for ev in events:
+        for k in ("iteration_over", "_it", "_offset"):
+            ev.pop(k)
     totals = {k: sum(i[k] or 0 for i in iters) for k in COUNTERS}
-    rec = {"config": cfg, "run": run_no, "reference": base, "iterations": iters, "kills": kills,
-           "soak_s": round(time.monotonic() - t_start, 3), "kills_done": len(kills),
-           "kills_before_repair": sum(k["previous_repaired"] is False for k in kills),
-           "wrong_outputs": sum(not i["correct"] for i in iters), "nonzero_exits": sum(i["exit_code"] != 0 for i in iters),
-           "kills_detected": len(detected), "detected_median_s": statistics.median(detected) if detected else None,
-           "iteration_wall_median_s": statistics.median(walls), "slowdown": statistics.median(walls) / base["wall_s"],
-           **totals}
-    print(f"{cfg} run {run_no}: {len(iters)} iterations, {len(kills)} kills, {rec['wrong_outputs']} wrong, "
+    rec = {"config": cfg, "phase": name, "t_start": t_start, "seconds": round(time.monotonic() - t_start, 3),
+           "iterations": iters, "events": events,
+           "events_before_repair": sum(not e["previous_repaired"] for e in events),
+           "wrong_outputs": sum(not i["correct"] for i in iters),
+           "nonzero_exits": sum(i["exit_code"] != 0 for i in iters), **totals}
+    print(f"{cfg} {name}: {len(iters)} iterations, {len(events)} events, {rec['wrong_outputs']} wrong, "
           f"{rec['nonzero_exits']} non-zero exits, lost {totals['pages_lost']}, failed over "
-          f"{totals['pages_failed_over']}, rejoined {totals['memnodes_rejoined']}, "
-          f"median iteration {rec['iteration_wall_median_s']:.1f} s vs {base['wall_s']:.1f} s", file=sys.stderr)
+          f"{totals['pages_failed_over']}, re-replicated {totals['pages_rereplicated']}, rejoined "
+          f"{totals['memnodes_rejoined']}", file=sys.stderr, flush=True)
     return rec
 
 
-def failures(cfg, run):
-    """What is wrong with a run: a wrong output, a failed program, a lost page (r2)."""
-    bad = [f"{run['wrong_outputs']} wrong outputs"] if run["wrong_outputs"] else []
-    bad += [f"{run['nonzero_exits']} non-zero exits"] if run["nonzero_exits"] else []
-    bad += [f"{run['pages_corrupt']} corrupt pages"] if run["pages_corrupt"] else []
-    if run["pages_lost"] and "backup" not in cfg:  # promised only when no kill came before the repair
-        bad.append(f"{run['pages_lost']} pages lost" + (f" ({run['kills_before_repair']} kills before the previous "
-                                                         f"failure was repaired)" if run["kills_before_repair"] else ""))
-    first = next((i for i in run["iterations"] if i["exit_code"] or not i["correct"]), None)
+def timeline(ph):
+    """Touches per second of the phase, one value per whole second."""
+    n = int(ph["seconds"])
+    bins = [0.0] * max(n, 1)
+    for it in ph["iterations"]:
+        prev = 0
+        for t, touched in it["progress"]:
+            k = int(t - ph["t_start"])
+            if 0 <= k < len(bins):
+                bins[k] += touched - prev
+            prev = touched
+    return bins
+
+
+def dips(ph, bins, base, window):
+    """Per event: mean throughput in the window after it, / the baseline mean."""
+    out = []
+    for ev in ph["events"]:
+        k = int(ev["t_s"])
+        w = bins[k:k + window]
+        if len(w) == window and base:
+            ev["dip"] = round(statistics.mean(w) / base, 3)
+            out.append(ev)
+    return out
+
+
+def analyse(cfg, base_ph, fail_ph, window):
+    bb, fb = timeline(base_ph), timeline(fail_ph)
+    base = statistics.mean(bb) if bb else 0.0
+    dipped = dips(fail_ph, fb, base, window)
+    by_kind = {k: summary([e["dip"] for e in dipped if e["kind"] == k], 3) for k in KINDS
+               if any(e["kind"] == k for e in dipped)}
+    evs = fail_ph["events"]
+    return {"baseline_touches_per_s": round(base, 1),
+            "failure_touches_per_s": round(statistics.mean(fb), 1) if fb else 0.0,
+            "throughput_ratio": round(statistics.mean(fb) / base, 3) if base and fb else None,
+            "dip_by_kind": by_kind, "window_s": window,
+            "detected_s": summary([e["detected_s"] for e in evs if "detected_s" in e] or [0.0], 3),
+            "repaired_s": summary([e["repaired_s"] for e in evs if "repaired_s" in e] or [0.0], 3),
+            "events_repaired": sum("repaired_s" in e for e in evs),
+            "events_by_kind": {k: sum(e["kind"] == k for e in evs) for k in KINDS},
+            "timeline_baseline": bb, "timeline_failures": fb}
+
+
+def failures(cfg, ph):
+    """What is wrong with a phase: a wrong output, a failed program, a lost page (r2)."""
+    bad = [f"{ph['wrong_outputs']} wrong outputs"] if ph["wrong_outputs"] else []
+    bad += [f"{ph['nonzero_exits']} non-zero exits"] if ph["nonzero_exits"] else []
+    bad += [f"{ph['pages_corrupt']} corrupt pages"] if ph["pages_corrupt"] else []
+    if ph["pages_lost"] and cfg == "r2" and not ph["events_before_repair"]:
+        bad.append(f"{ph['pages_lost']} pages lost")
+    first = next((i for i in ph["iterations"] if i["exit_code"] or not i["correct"]), None)
     if first:
         bad.append(f"first bad iteration {first['tag']}: exit {first['exit_code']}, checksum {first['checksum']}, "
-                   f"{first['wall_s']} s, {first['kills_during']} kills during it: {' | '.join(first['errors'])}")
+                   f"{first['wall_s']} s, {first['events_during']} events during it: {' | '.join(first['errors'])}")
     return bad
 
 
-def markdown(doc, json_name):
-    w = doc["workload"]
-    m = doc["machine"]
-    out = [f"# Soak: memnodes killed and restarted under a running program",
-           "", f"<!-- generated by bench/soak.py from bench/results/{json_name}; do not edit -->", "",
-           f"`pager_bench --pattern {w['pattern']} --size-mib {w['size_mib']} --passes {w['passes']} "
-           f"--write-pct {w['write_pct']}` under `comex run --local-mem {w['local_mem']}` (25 % of its native "
-           f"peak RSS), three memnodes on loopback TCP (`idle-spin 0`), looped for {w['duration_s']} s per run "
-           f"while one memnode after the other is SIGKILLed, left down {w['pause_s']} s and restarted on its "
-           f"port, the next kill {w['interval_s']} s after the restart (with `replicas 2` also after the "
-           f"re-replication of the previous failure, up to {w['repair_wait_s']} s). {w['runs']} runs per "
-           f"configuration; counters are summed over a run's iterations, then the median over runs is shown "
-           f"(min-max). Wall time: median iteration with kills / the run's reference iteration without kills.",
-           "", f"Machine: {m['cores']} cores, kernel {m['kernel']}, load average {' '.join(m['loadavg_start'])} at "
-           f"the start, {' '.join(m.get('loadavg_end', []))} at the end; git {doc['git']['rev'][:12]}"
-           f"{' (dirty)' if doc['git']['dirty'] else ''}.", "",
-           "| configuration | iterations | kills | wrong or missing outputs | non-zero exits | pages lost | pages corrupt "
-           "| failed over | re-replicated | backup reads | memnodes rejoined | wall with kills / without |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+def plot(doc, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    cfgs = list(doc["configs"].items())
+    fig, axes = plt.subplots(len(cfgs), 1, figsize=(11, 3.2 * len(cfgs)), squeeze=False)
+    colours = {"kill": "tab:red", "stop": "tab:orange", "restart": "tab:green"}
+    for ax, (name, c) in zip(axes[:, 0], cfgs):
+        an = c["analysis"]
+        fb = an["timeline_failures"]
+        ax.plot(range(len(fb)), [v / 1000 for v in fb], lw=0.6, color="tab:blue", label="with failures")
+        ax.axhline(an["baseline_touches_per_s"] / 1000, color="black", ls="--", lw=1,
+                   label="mean without failures")
+        for ev in c["failures"]["events"]:
+            ax.axvline(ev["t_s"], color=colours[ev["kind"]], lw=0.8, alpha=0.8)
+        for k, col in colours.items():
+            ax.plot([], [], color=col, label=k)
+        ax.set_title(f"{name} ({' '.join(CONFIGS[name]).replace('={tmp}/backup', ' DIR')})")
+        ax.set_xlabel("seconds into the failure phase")
+        ax.set_ylabel("thousand page touches / s")
+        ax.legend(loc="upper right", fontsize=7, ncol=5)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    return path
 
-    def cell(s, digits=0):
-        f = f"{{:.{digits}f}}"
-        return f.format(s["median"]) + ("" if s["min"] == s["max"] else f" ({f.format(s['min'])}-{f.format(s['max'])})")
+
+def markdown(doc, json_name, img):
+    w, m = doc["workload"], doc["machine"]
+    out = ["# Soak: memnodes killed, stopped and restarted under a running program", "",
+           f"<!-- generated by bench/soak.py from bench/results/{json_name}; do not edit -->", "",
+           f"`pager_bench --pattern {w['pattern']} --size-mib {w['size_mib']} --passes {w['passes']} "
+           f"--write-pct {w['write_pct']} --progress 1`, looped under `comex run --local-mem {w['local_mem']}` "
+           f"(25 % of its native peak RSS, `--op-timeout {w['op_timeout_s']}s`), {len(NODES)} memnodes on "
+           f"loopback TCP (`idle-spin 0`). Each configuration: {w['baseline_s']:.0f} s without failures, then "
+           f"{w['duration_s']:.0f} s in which a random memnode is disturbed every {w['interval_min_s']:.0f}-"
+           f"{w['interval_max_s']:.0f} s (seed {w['seed']}): `kill` (SIGKILL, down {w['pause_s']:.0f} s, "
+           f"restarted on its port), `stop` (SIGSTOP for {w['stop_s']:.0f} s, then SIGCONT) or `restart` "
+           f"(SIGTERM: it drains, then starts again), one memnode at a time; with `replicas 2` the next event "
+           f"waits (up to {w['repair_wait_s']:.0f} s) until the previous one's re-replication is logged "
+           "complete. Every iteration's checksum is compared with the native run's.", "",
+           f"Machine: {m['cores']} cores, kernel {m['kernel']}, load average {' '.join(m['loadavg_start'])} at "
+           f"the start, {' '.join(m.get('loadavg_end', []))} at the end; git {doc['git']['rev'][:12]}"
+           f"{' (dirty)' if doc['git']['dirty'] else ''}; {doc['duration_s'] / 60:.0f} min in all.", "",
+           "| configuration | phase | s | iterations | events (kill/stop/restart) | wrong outputs | non-zero exits "
+           "| pages lost | pages corrupt | failed over | re-replicated | pages moved by drains | rejoined "
+           "| touches/s |",
+           "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, c in doc["configs"].items():
-        s = c["summary"]
-        out.append(f"| {name} (`{' '.join(CONFIGS[name]).replace('={tmp}/backup', ' DIR')}`) | {cell(s['iterations'])} "
-                   f"| {cell(s['kills_done'])} | {c['wrong_outputs_total']} | {c['nonzero_exits_total']} "
-                   f"| {cell(s['pages_lost'])} | {cell(s['pages_corrupt'])} | {cell(s['pages_failed_over'])} "
-                   f"| {cell(s['pages_rereplicated'])} | {cell(s['pages_backup_read'])} "
-                   f"| {cell(s['memnodes_rejoined'])} | {cell(s['slowdown'], 2)} |")
-    out += [""] + [f"{name}: the client logged a failure {c['detected_s']['median']:.2f} s after its kill "
-                   f"(median of {c['detected_s']['n']} kills, max {c['detected_s']['max']:.2f} s, polled every "
-                   f"50 ms; {c['kills_undetected']} kills not logged before their iteration ended)."
-                   for name, c in doc["configs"].items()]
-    out += ["", "With `replicas 1` + `backup-dir`, `pages lost` counts remote copies lost with a killed memnode; "
-            "their pages are read back from the backup file (`backup reads`), so the output stays correct.", ""]
+        for ph_name in ("baseline", "failures"):
+            ph, an = c[ph_name], c["analysis"]
+            kinds = "/".join(str(sum(e["kind"] == k for e in ph["events"])) for k in KINDS)
+            tps = an["baseline_touches_per_s"] if ph_name == "baseline" else an["failure_touches_per_s"]
+            out.append(f"| {name} | {ph_name} | {ph['seconds']:.0f} | {len(ph['iterations'])} | {kinds} "
+                       f"| {ph['wrong_outputs']} | {ph['nonzero_exits']} | {ph['pages_lost']} | {ph['pages_corrupt']} "
+                       f"| {ph['pages_failed_over']} | {ph['pages_rereplicated']} | {ph['pages_migrated']} "
+                       f"| {ph['memnodes_rejoined']} | {tps:,.0f} |")
+    out += ["", "Pages lost: pages whose every remote copy was gone when a memnode failed (client counter "
+            "`pages_lost`). With `backup-dir` they are still on the compute node's disk and are read back from "
+            "the file when touched, so only the `replicas 2` rows without a backup count real losses.", ""]
     for name, c in doc["configs"].items():
-        for p in c["problems"]:
-            out.append(f"- **{name}: {p}**")
+        an = c["analysis"]
+        dk = "; ".join(f"{k} {s['median']:.2f} ({s['min']:.2f}-{s['max']:.2f}, {s['n']} events)"
+                       for k, s in an["dip_by_kind"].items())
+        out.append(f"- **{name}**: throughput with failures {an['throughput_ratio']}x the no-failure phase's mean. "
+                   f"Throughput in the {an['window_s']} s after an event, as a share of that mean (median, "
+                   f"min-max): {dk or 'no event'}. The client logged a failure or drain "
+                   f"{an['detected_s']['median']:.2f} s after the event (median, max {an['detected_s']['max']:.2f} s; "
+                   f"a stop is noticed only after the op-timeout)."
+                   + (f" Re-replication made every page whole {an['repaired_s']['median']:.1f} s after the event "
+                      f"(median, max {an['repaired_s']['max']:.1f} s; {an['events_repaired']} of "
+                      f"{len(c['failures']['events'])} events logged it before their iteration ended)."
+                      if name == "r2" else ""))
+    if img:
+        out += ["", f"![throughput over the failure phase](img/{img.name})", "",
+                "Touches per second of the looped workload (the dips to zero between iterations are process "
+                "start-up and the fill phase, which the progress lines do not count), with each event marked."]
+    problems = [f"- **{name}: {p}**" for name, c in doc["configs"].items() for p in c["problems"]]
+    out += [""] + (problems or ["No problem: every output correct, no program failed, no page lost."])
     return "\n".join(out).rstrip() + "\n"
 
 
-def main(argv):
+def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default="build")
-    ap.add_argument("--duration", type=float, default=120, help="seconds of kills per run (default 120)")
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--configs", default="r2,r1-backup")
+    ap.add_argument("--duration", type=float, default=1800, help="seconds of the failure phase (default 1800)")
+    ap.add_argument("--baseline", type=float, default=300, help="seconds of the no-failure phase (default 300)")
+    ap.add_argument("--configs", default="r2")
+    ap.add_argument("--kinds", default=",".join(KINDS))
+    ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--size-mib", type=int, default=256)
     ap.add_argument("--passes", type=int, default=3)
     ap.add_argument("--write-pct", type=int, default=20)
     ap.add_argument("--pattern", default="rand")
-    ap.add_argument("--pause", type=float, default=2.0, help="seconds a killed memnode stays down")
-    ap.add_argument("--interval", type=float, default=8.0, help="seconds from a restart to the next kill")
-    ap.add_argument("--repair-wait", type=float, default=30.0,
-                    help="replicas 2: wait at most this long for the previous failure's re-replication")
-    ap.add_argument("--quick", action="store_true", help="a few seconds at 32 MiB, one run (smoke test)")
+    ap.add_argument("--interval-min", type=float, default=20.0)
+    ap.add_argument("--interval-max", type=float, default=60.0)
+    ap.add_argument("--pause", type=float, default=5.0, help="seconds a killed memnode stays down")
+    ap.add_argument("--stop", type=float, default=OP_TIMEOUT_S + 3.0, help="seconds a stopped memnode stays stopped")
+    ap.add_argument("--op-timeout", type=float, default=OP_TIMEOUT_S)
+    ap.add_argument("--repair-wait", type=float, default=60.0,
+                    help="replicas 2: wait at most this long for the previous event's re-replication")
+    ap.add_argument("--window", type=int, default=20, help="seconds after an event its dip is measured over")
+    ap.add_argument("--quick", action="store_true", help="about a minute at 32 MiB (smoke test)")
     ap.add_argument("--no-save", action="store_true", help="write neither the JSON nor docs/SOAK.md")
     ap.add_argument("--doc", default=str(ROOT / "docs" / "SOAK.md"))
     a = ap.parse_args(argv)
     if a.quick:
-        a.duration, a.runs, a.size_mib, a.passes, a.pause, a.interval = 3, 1, 32, 2, 0.3, 0.8
+        a.duration, a.baseline, a.size_mib, a.passes = 40, 10, 32, 2
+        a.interval_min, a.interval_max, a.pause, a.op_timeout, a.stop, a.window = 4, 8, 1, 2, 3, 3
+    a.kinds = a.kinds.split(",")
     for c in a.configs.split(","):
         if c not in CONFIGS:
             ap.error(f"--configs: unknown configuration {c!r} (known: {', '.join(CONFIGS)})")
+    for k in a.kinds:
+        if k not in KINDS:
+            ap.error(f"--kinds: unknown event {k!r} (known: {', '.join(KINDS)})")
     a.build = Path(a.build).resolve()
+    return a
+
+
+def main(argv):
+    a = parse_args(argv)
     comex = str(a.build / "comex")
-    times0, machine = cpu_times(), machine_info()
+    times0, machine, started = cpu_times(), machine_info(), time.monotonic()
     wl = [str(a.build / "pager_bench"), "--pattern", a.pattern, "--size-mib", str(a.size_mib),
-          "--passes", str(a.passes), "--write-pct", str(a.write_pct), "--seed", "1"]
+          "--passes", str(a.passes), "--write-pct", str(a.write_pct), "--seed", "1", "--progress", "1"]
     doc = {"schema": SCHEMA, "timestamp": utc_stamp(), "git": git_revision(), "machine": machine,
-           "memnodes": "three `comex memnode` on 127.0.0.1 (TCP), pool = size + 64 MiB each, idle-spin 0",
+           "memnodes": f"{len(NODES)} `comex memnode` on 127.0.0.1 (TCP), pool = size + 64 MiB each, idle-spin 0",
            "configs": {}}
     with tempfile.TemporaryDirectory(prefix="comex-soak-") as td:
         tmp = Path(td)
         token = tmp / "token"
+        (tmp / "backup").mkdir()
         subprocess.run([comex, "token", str(token)], check=True, stdout=subprocess.DEVNULL, env=benchlib.clean_env())
         rc, native_s, peak_kib, ref = benchlib.run_logged(wl, tmp, "native")
         if rc or not ref:
             raise RuntimeError(f"native run failed: {benchlib.read_text(tmp / 'native.err')}")
         lm = f"{peak_kib // 4}K"
+        a.guard = max(300.0, 40 * native_s)  # an iteration this long is taken as hung and killed
         doc["workload"] = {"program": "pager_bench", "pattern": a.pattern, "size_mib": a.size_mib,
                            "passes": a.passes, "write_pct": a.write_pct, "native_wall_s": round(native_s, 3),
                            "native_peak_kib": peak_kib, "local_mem": lm, "checksum": ref["checksum"],
-                           "duration_s": a.duration, "pause_s": a.pause, "interval_s": a.interval,
-                           "repair_wait_s": a.repair_wait, "runs": a.runs, "quick": a.quick}
+                           "duration_s": a.duration, "baseline_s": a.baseline, "seed": a.seed, "kinds": a.kinds,
+                           "interval_min_s": a.interval_min, "interval_max_s": a.interval_max, "pause_s": a.pause,
+                           "stop_s": a.stop, "op_timeout_s": a.op_timeout, "repair_wait_s": a.repair_wait,
+                           "quick": a.quick}
         nodes = Memnodes(comex, tmp, token, a.size_mib + 64)
-        runs = {c: [] for c in a.configs.split(",")}
         try:
-            for r in range(a.runs):
-                order = list(runs) if r % 2 == 0 else list(runs)[::-1]
-                for cfg in order:
-                    runs[cfg].append(soak_run(a, nodes, tmp, cfg, r, wl, lm, token, ref["checksum"]))
+            for cfg in a.configs.split(","):
+                base = phase(a, nodes, tmp, cfg, "baseline", a.baseline, None, wl, lm, token, ref["checksum"])
+                fail = phase(a, nodes, tmp, cfg, "failures", a.duration, random.Random(a.seed), wl, lm, token,
+                             ref["checksum"])
+                doc["configs"][cfg] = {"options": CONFIGS[cfg], "baseline": base, "failures": fail,
+                                       "analysis": analyse(cfg, base, fail, a.window),
+                                       "problems": [f"{p['phase']}: {x}" for p in (base, fail)
+                                                    for x in failures(cfg, p)]}
         finally:
             nodes.stop()
-    bad = False
-    for cfg, rl in runs.items():
-        problems = [f"run {r['run']}: {p}" for r in rl for p in failures(cfg, r)]
-        bad |= bool(problems)
-        doc["configs"][cfg] = {
-            "options": CONFIGS[cfg], "runs": rl, "problems": problems,
-            "wrong_outputs_total": sum(r["wrong_outputs"] for r in rl),
-            "nonzero_exits_total": sum(r["nonzero_exits"] for r in rl),
-            "detected_s": summary([k["detected_s"] for r in rl for k in r["kills"] if "detected_s" in k] or [0.0], 3),
-            "kills_undetected": sum(r["kills_done"] - r["kills_detected"] for r in rl),
-            "summary": {k: summary([float(r[k]) for r in rl], 4) for k in
-                        ("kills_done", "kills_before_repair", "slowdown", "iteration_wall_median_s") + COUNTERS} |
-            {"iterations": summary([float(len(r["iterations"])) for r in rl], 4)}}
     finish_machine_info(machine, times0)
+    doc["duration_s"] = round(time.monotonic() - started, 1)
     doc["warnings"] = benchlib.busy_warnings(machine)
+    bad = any(c["problems"] for c in doc["configs"].values())
     if not a.no_save:
         path = benchlib.write_json(doc, "soak")
-        Path(a.doc).write_text(markdown(doc, path.name))
+        img = plot(doc, PLOT)
+        Path(a.doc).write_text(markdown(doc, path.name, img))
         print(path)
     for cfg, c in doc["configs"].items():
-        s = c["summary"]
-        print(f"{cfg}: {s['kills_done']['median']:.0f} kills, {c['wrong_outputs_total']} wrong outputs, "
-              f"{c['nonzero_exits_total']} non-zero exits, pages lost {s['pages_lost']['median']:.0f}, "
-              f"wall with kills / without {s['slowdown']['median']:.2f}, failure logged after "
-              f"{c['detected_s']['median']:.2f} s (median)"
-              + ("".join(f"\n  PROBLEM {p}" for p in c["problems"])))
+        an = c["analysis"]
+        print(f"{cfg}: {len(c['failures']['events'])} events {an['events_by_kind']}, "
+              f"lost {c['failures']['pages_lost']}, throughput x{an['throughput_ratio']}, dips {an['dip_by_kind']}"
+              + "".join(f"\n  PROBLEM {p}" for p in c["problems"]))
     return 1 if bad else 0
 
 
