@@ -123,15 +123,17 @@ def clean_env():
     return {k: v for k, v in os.environ.items() if not k.startswith(("COMEX_", "UCX_"))}
 
 
-def start_memnode(comex, tmp, name, token, pool_mib, port=0, extra=()):
+def start_memnode(comex, tmp, name, token, pool_mib, port=0, extra=(), wrap=None):
     """A `comex memnode` on 127.0.0.1:port (0: a free port) logging to
     tmp/NAME.log (appended to, so a restarted memnode keeps its history),
-    with the further memnode options EXTRA; returns (Popen, port) once it listens."""
+    with the further memnode options EXTRA, its command passed through WRAP
+    when given (e.g. to start it in a cgroup); returns (Popen, port) once it
+    listens."""
     log_path = Path(tmp) / f"{name}.log"
     start = len(read_text(log_path) or "")
+    cmd = [comex, "memnode", "--listen", f"127.0.0.1:{port}", f"--pool={pool_mib}M", f"--token-file={token}", *extra]
     with open(log_path, "a") as log:
-        p = subprocess.Popen([comex, "memnode", "--listen", f"127.0.0.1:{port}", f"--pool={pool_mib}M",
-                              f"--token-file={token}", *extra], stderr=log, env=clean_env())
+        p = subprocess.Popen(wrap(cmd) if wrap else cmd, stderr=log, env=clean_env())
     for _ in range(300):
         m = re.search(r" on port (\d+)", (read_text(log_path) or "")[start:])
         if m:

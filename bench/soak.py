@@ -265,6 +265,8 @@ def plot(doc, path):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
+        print(f"soak: no plot: {sys.executable} has no matplotlib (Debian's /usr/bin/python3 has it: "
+              "python3-matplotlib); `/usr/bin/python3 bench/soak.py --render JSON` draws it later", file=sys.stderr)
         return None
     cfgs = list(doc["configs"].items())
     fig, axes = plt.subplots(len(cfgs), 1, figsize=(11, 3.2 * len(cfgs)), squeeze=False)
@@ -367,6 +369,7 @@ def parse_args(argv):
     ap.add_argument("--quick", action="store_true", help="about a minute at 32 MiB (smoke test)")
     ap.add_argument("--no-save", action="store_true", help="write neither the JSON nor docs/SOAK.md")
     ap.add_argument("--doc", default=str(ROOT / "docs" / "SOAK.md"))
+    ap.add_argument("--render", metavar="JSON", help="run nothing: write the plot and --doc from a saved result")
     a = ap.parse_args(argv)
     if a.quick:
         a.duration, a.baseline, a.size_mib, a.passes = 40, 10, 32, 2
@@ -384,6 +387,10 @@ def parse_args(argv):
 
 def main(argv):
     a = parse_args(argv)
+    if a.render:
+        path = Path(a.render)
+        Path(a.doc).write_text(markdown(json.loads(path.read_text()), path.name, plot(json.loads(path.read_text()), PLOT)))
+        return 0
     comex = str(a.build / "comex")
     times0, machine, started = cpu_times(), machine_info(), time.monotonic()
     wl = [str(a.build / "pager_bench"), "--pattern", a.pattern, "--size-mib", str(a.size_mib),
