@@ -14,7 +14,7 @@ build=$(realpath "${1:-build}")
 cd "$(dirname "$0")/.."
 h="python3 -m bench.harness"
 # comex with its own defaults (polling: spin on); EVAL_SPIN=off measures it without any busy-polling
-common=(--build "$build" --no-report --timeout-factor 15 --min-timeout 30 --spin "${EVAL_SPIN:-on}")
+common=(--build "$build" --no-report --timeout-factor 25 --min-timeout 30 --spin "${EVAL_SPIN:-on}")
 size=512
 sweep_wl=${EVAL_SWEEP_WORKLOADS:-seq,rand,mt,sort}
 runs=${EVAL_RUNS:-3}

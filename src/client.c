@@ -41,6 +41,8 @@ struct node {
 	uint32_t session;             /* bumped by node_reset; tags each transfer (tp_op.tag) */
 	bool welcomed, goodbye, stats_pending;
 	bool evicting;                /* the memnode is leaving (EVICT): nothing new goes there */
+	bool shrink_due;              /* SHRINK received, not yet handed to client_poll's caller */
+	struct proto_range shrink;    /* the frames it asked us to vacate */
 	bool joining;                 /* out of use, a new session's HELLO is in flight */
 	int join_err;                 /* what ended the join attempt */
 	uint64_t join_t0;
@@ -307,6 +309,18 @@ static void on_recv(void *arg, struct tp_ep *ep, void *user, const void *msg, si
 			log_info("memnode %s is leaving: moving our pages (%llu frames there) elsewhere", n->addr,
 				 (unsigned long long)m.u.evict.frames);
 		n->evicting = true;
+		return;
+	}
+	if (m.type == PROTO_SHRINK) { /* unsolicited: its host needs memory back */
+		if (m.u.shrink.pfn >= n->pool_frames || m.u.shrink.count > n->pool_frames - m.u.shrink.pfn) {
+			log_warn("memnode %s asked for frames %u+%u back, outside its pool of %llu: ignored", n->addr,
+				 m.u.shrink.pfn, m.u.shrink.count, (unsigned long long)n->pool_frames);
+			return;
+		}
+		log_info("memnode %s needs memory back for its host: moving our pages off frames %u-%u elsewhere",
+			 n->addr, m.u.shrink.pfn, m.u.shrink.pfn + m.u.shrink.count - 1);
+		n->shrink = (struct proto_range){ m.u.shrink.pfn, m.u.shrink.count };
+		n->shrink_due = true;
 		return;
 	}
 	if (!pop_pending(n, m.seq, &p)) {
@@ -786,10 +800,18 @@ void client_poll(struct comex_client *c, struct client_health *out)
 	pthread_mutex_lock(&c->lock);
 	tp_run(c->tp, always, NULL, 0, 0); /* progress once, never waits */
 	for (unsigned i = 0; i < c->nnodes && i < 64; i++) {
-		if (c->node[i].fail_err)
+		struct node *n = &c->node[i];
+
+		if (n->fail_err)
 			h.out |= 1ull << i;
-		else if (c->node[i].evicting)
+		else if (n->evicting)
 			h.evicting |= 1ull << i;
+		else if (n->shrink_due) {
+			h.shrinking |= 1ull << i;
+			h.shrink[i].pfn = n->shrink.pfn;
+			h.shrink[i].count = n->shrink.count;
+		}
+		n->shrink_due = false;
 	}
 	pthread_mutex_unlock(&c->lock);
 	*out = h;

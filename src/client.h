@@ -51,8 +51,12 @@ int client_write_wait(struct comex_client *c, unsigned node, struct tp_op *op);
 
 /* Node health, bit i for node i: evicting = asked us to take our pages
  * elsewhere (EVICT), and client_alloc() refuses it (-ENOSPC); out = not in
- * use (failed, drained, or added and not connected yet). */
-struct client_health { uint64_t evicting, out; };
+ * use (failed, drained, or added and not connected yet); shrinking = asked
+ * us (SHRINK) to move our pages off frames shrink[i] (reported once). */
+struct client_health {
+	uint64_t evicting, out, shrinking;
+	struct { uint32_t pfn, count; } shrink[64];
+};
 /* Progresses without waiting (unsolicited messages are taken in) and says
  * how every node is. */
 void client_poll(struct comex_client *c, struct client_health *out);

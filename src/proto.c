@@ -225,6 +225,11 @@ static void walk_body(struct cur *c, struct proto_msg *m)
 	case PROTO_DONE:
 		f_u64(c, &m->u.finished.moved);
 		break;
+	case PROTO_SHRINK:
+		f_u32(c, &m->u.shrink.pfn);
+		f_u32(c, &m->u.shrink.count);
+		f_u32(c, &m->u.shrink.timeout_ms);
+		break;
 	default: /* STATS, BYE, GOODBYE, DRAIN: empty body */
 		break;
 	}
@@ -260,6 +265,7 @@ static const struct shape shapes[PROTO_TYPE_MAX + 1] = {
 	[PROTO_DRAINING]    = { 12, 0, 0, 0, 0, 0 },
 	[PROTO_EVICT]       = { 12, 0, 0, 0, 0, 0 },
 	[PROTO_DONE]        = { 8, 0, 0, 0, 0, 0 },
+	[PROTO_SHRINK]      = { 12, 0, 0, 0, 0, 0 },
 };
 
 /* The largest messages (full FREE, full WELCOME) must fit the wire limit, so
@@ -301,6 +307,12 @@ static bool ranges_ok(const struct proto_msg *m)
 	return true;
 }
 
+/* A SHRINK names at least one frame and ends within u32 PFN space. */
+static bool shrink_ok(const struct proto_msg *m)
+{
+	return m->type != PROTO_SHRINK || (m->u.shrink.count && m->u.shrink.count <= UINT32_MAX - m->u.shrink.pfn);
+}
+
 /* Checks the field limits; on success *len_out is the message length. */
 static int check_fields(const struct proto_msg *m, size_t *len_out)
 {
@@ -313,7 +325,7 @@ static int check_fields(const struct proto_msg *m, size_t *len_out)
 	n = var_count(m);
 	if (n < s->n_min || n > s->n_max)
 		return -EINVAL;
-	if (m->type == PROTO_FREE && !ranges_ok(m))
+	if ((m->type == PROTO_FREE && !ranges_ok(m)) || !shrink_ok(m))
 		return -EINVAL;
 	*len_out = msg_len(s, n);
 	return 0;
@@ -394,7 +406,7 @@ int proto_decode(const void *buf, size_t len, struct proto_msg *out)
 	walk_body(&c, &m);
 	if (c.bad || c.off != len)
 		return -EBADMSG;
-	if (m.type == PROTO_FREE && !ranges_ok(&m))
+	if ((m.type == PROTO_FREE && !ranges_ok(&m)) || !shrink_ok(&m))
 		return -EBADMSG;
 	*out = m;
 	return 0;
@@ -452,6 +464,7 @@ const char *proto_type_name(unsigned type)
 		[PROTO_WRITE] = "WRITE", [PROTO_WRITTEN] = "WRITTEN",
 		[PROTO_DRAIN] = "DRAIN", [PROTO_DRAINING] = "DRAINING",
 		[PROTO_EVICT] = "EVICT", [PROTO_DONE] = "DONE",
+		[PROTO_SHRINK] = "SHRINK",
 	};
 
 	return type_known(type) ? names[type] : "UNKNOWN";

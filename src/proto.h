@@ -8,8 +8,8 @@
 #include <stdint.h>
 
 #define PROTO_MAGIC 0x5843u       /* "CX" as little-endian bytes 0x43 0x58 */
-#define PROTO_VERSION 3u        /* 2: DRAIN, DRAINING, EVICT, DONE (planned departure); 3: free_frames in
-                                 * WELCOME, CHUNK, NACK and FREED (placement) */
+#define PROTO_VERSION 4u        /* 2: DRAIN, DRAINING, EVICT, DONE (planned departure); 3: free_frames in
+                                 * WELCOME, CHUNK, NACK and FREED (placement); 4: SHRINK (elastic pool) */
 #define PROTO_HDR_LEN 16u
 #define PROTO_FRAME_SIZE 4096u   /* bytes in a frame, the unit of every PFN and count */
 #define PROTO_MAX_MSG 8192u       /* below UCX's eager limits on every transport */
@@ -19,6 +19,7 @@
 #define PROTO_FREE_MAX_RANGES 1000u /* 16 + 4 + 1000*8 = 8020 <= PROTO_MAX_MSG */
 #define PROTO_STATS_MAX_CLIENTS 256u /* per-client rows in a STATS_REPLY: 16 + 80 + 256*16 = 4192 */
 #define PROTO_STATS_DRAINING 1u      /* STATS_REPLY flags: the memnode is being drained */
+#define PROTO_STATS_SHRINKING 2u     /* ... it is giving memory back to its host (SHRINK sent) */
 
 enum proto_type {
 	PROTO_HELLO = 1, PROTO_WELCOME, PROTO_ALLOC, PROTO_CHUNK, PROTO_NACK,
@@ -31,7 +32,11 @@ enum proto_type {
 	 * memnode's EVICT to each client (unsolicited, seq 0), the client's DONE
 	 * once its pages are elsewhere. */
 	PROTO_DRAIN, PROTO_DRAINING, PROTO_EVICT, PROTO_DONE,
-	PROTO_TYPE_MAX = PROTO_DONE
+	/* Elastic pool: the memnode's host needs memory back, so the client
+	 * moves its pages off a range of frames and FREEs them (unsolicited,
+	 * seq 0; the FREEs are the answer). */
+	PROTO_SHRINK,
+	PROTO_TYPE_MAX = PROTO_SHRINK
 };
 
 #define PROTO_MAX_RW_FRAMES 1024u /* frames one READ or WRITE may move (4 MiB) */
@@ -84,6 +89,7 @@ struct proto_msg {
 		struct { uint32_t clients; uint64_t frames; } draining; /* told to leave, frames they hold */
 		struct { uint64_t frames; uint32_t timeout_ms; } evict;  /* frames held, time given */
 		struct { uint64_t moved; } finished;                     /* DONE: pages moved elsewhere */
+		struct { uint32_t pfn, count, timeout_ms; } shrink;       /* frames to vacate, time given */
 	} u;
 };
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# e2e_memnode_elastic: a memnode with --host-reserve in a memory cgroup gives free pool memory back when a memory hog in its cgroup leaves the host less than the reserve, and takes it back when the hog is gone, while a program keeps its pages there and ends with the native output.
+# e2e_memnode_elastic: a memnode with --host-reserve in a memory cgroup gives pool memory back when a memory hog in its cgroup leaves the host less than the reserve (free blocks first, then blocks whose pages the client moves to another memnode on SHRINK) and takes it back when the hog is gone; the program ends with the native output.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 . "$src/tests/progs/memnodes.sh"
-echo "e2e_memnode_elastic: memnode (256 MiB pool, host-reserve 160 MiB) in a 768 MiB cgroup, a 360 MiB hog beside it, prog_gate 96 MiB at 24M local"
+echo "e2e_memnode_elastic: memnode (256 MiB pool, host-reserve 160 MiB) in a 768 MiB cgroup, a 360 MiB hog beside it, prog_gate 96 MiB at 24M local; then a 128 MiB memnode full of a 112 MiB program's pages, a 560 MiB hog: pages moved to a second memnode"
 
 [ "$(id -u)" -eq 0 ] || { echo "skip: creating a memory cgroup needs root"; exit 77; }
 # A memory cgroup of our own: v2 under our group when it delegates memory,
@@ -39,29 +39,43 @@ until_pool() {
   return 1
 }
 
-# the memnode, inside the cgroup (mn_start's command, joined to it first)
-sh -c 'echo $$ >"$0/cgroup.procs" && shift && exec "$@"' "$cg" x "$bin" memnode --listen 127.0.0.1:0 --pool 256M \
-  --host-reserve 160M --hugepages false --token-file "$dir/token" 2>"$dir/mn.log" &
-mn=$!; pids+=("$mn")
-for _ in $(seq 1 300); do
-  port=$(sed -n 's/.* on port \([0-9][0-9]*\).*/\1/p' "$dir/mn.log" | head -n 1); [ -n "$port" ] && break
-  kill -0 "$mn" 2>/dev/null || break; sleep 0.1
-done
-[ -n "${port:-}" ] || { fail start "memnode did not start: $(tail -n 3 "$dir/mn.log")"; finish; }
+# cg_memnode NAME POOL: a memnode with --host-reserve 160M inside the cgroup
+# (joined before exec); sets port_NAME and pid_NAME, logs to $dir/NAME.log
+cg_memnode() {
+  local name=$1 pool=$2 port=
+  sh -c 'echo $$ >"$0/cgroup.procs" && shift && exec "$@"' "$cg" x "$bin" memnode --listen 127.0.0.1:0 \
+    --pool "$pool" --host-reserve 160M --hugepages false --token-file "$dir/token" 2>"$dir/$name.log" &
+  local pid=$!; pids+=("$pid")
+  for _ in $(seq 1 300); do
+    port=$(sed -n 's/.* on port \([0-9][0-9]*\).*/\1/p' "$dir/$name.log" | head -n 1); [ -n "$port" ] && break
+    kill -0 "$pid" 2>/dev/null || break; sleep 0.1
+  done
+  [ -n "$port" ] || { fail "$name" "memnode did not start: $(tail -n 3 "$dir/$name.log")"; return 1; }
+  printf -v "port_$name" %s "$port"; printf -v "pid_$name" %s "$pid"
+}
+# hog_start MiB: a process in the memnode's cgroup that writes MiB and holds
+# it until hog_stop
+hog_start() {
+  rm -f "$dir/hog.ready" "$dir/hog.stop"
+  python3 -c 'import os, sys, time
+open(sys.argv[1] + "/cgroup.procs", "w").write(str(os.getpid()))
+b = b"x" * (int(sys.argv[4]) << 20)
+open(sys.argv[2], "w").write("ready")
+while not os.path.exists(sys.argv[3]):
+    time.sleep(0.05)' "$cg" "$dir/hog.ready" "$dir/hog.stop" "$1" &
+  hog=$!; pids+=("$hog")
+  wait_log "$dir/hog.ready" ready || fail hog "the hog did not start"
+}
+hog_stop() { touch "$dir/hog.stop"; wait "$hog" 2>/dev/null; }
 
+# 1. Free memory only: 256 MiB pool, a 96 MiB program, a 360 MiB hog.
+cg_memnode mn 256M || finish
+port=$port_mn; mn=$pid_mn
 start_prog elastic 24M "127.0.0.1:$port" 96 idle || finish
 p0=$(pool_mib "$port")
 [ "$p0" = 256 ] || fail elastic "pool before the hog: ${p0:-?} MiB, want 256 (host-reserve acted without pressure?)"
 
-# the hog: 360 MiB written, in the memnode's cgroup, until told to go
-python3 -c 'import os, sys, time
-open(sys.argv[1] + "/cgroup.procs", "w").write(str(os.getpid()))
-b = b"x" * (360 << 20)
-open(sys.argv[2], "w").write("ready")
-while not os.path.exists(sys.argv[3]):
-    time.sleep(0.05)' "$cg" "$dir/hog.ready" "$dir/hog.stop" &
-hog=$!; pids+=("$hog")
-wait_log "$dir/hog.ready" ready || fail hog "the hog did not start"
+hog_start 360
 if ! until_pool "$port" -lt 256; then
   fail shrink "the pool did not shrink under the hog: $(pool_mib "$port") MiB; $(tail -n 3 "$dir/mn.log")"
 else
@@ -69,7 +83,7 @@ else
   grep -q "gave .* MiB of the pool back" "$dir/mn.log" || fail shrink "no 'gave back' line in the memnode's log"
   echo "ok: shrink: pool ${p0} -> ${p1} MiB in service under the hog"
 fi
-touch "$dir/hog.stop"; wait "$hog" 2>/dev/null
+hog_stop
 if ! until_pool "$port" -eq 256; then
   fail grow "the pool did not grow back after the hog: $(pool_mib "$port") MiB; $(tail -n 3 "$dir/mn.log")"
 else
@@ -77,4 +91,41 @@ else
 fi
 if finished elastic; then echo "ok: elastic: the program's output equals the native run"; fi
 kill -TERM "$mn" 2>/dev/null; wait "$mn" 2>/dev/null
+
+# 2. Pages moved off: memnode a (128 MiB pool, in the cgroup) holds a 112 MiB
+# program's pages with little free room; memnode b (outside) is added to the
+# program's config file. A 560 MiB hog leaves the host ~80 MiB short of the
+# reserve, more than a's free blocks: a sends SHRINK, the client moves the
+# pages of the chosen frames to b, and a gives those blocks back.
+if want shrink; then
+  cg_memnode a 128M && mn_start b --pool 256M && {
+    printf 'memnode = 127.0.0.1:%s\n' "$port_a" >"$dir/shrink.conf"
+    start_prog shrink 16M "--config $dir/shrink.conf" 112 idle && {
+      printf 'memnode = 127.0.0.1:%s, 127.0.0.1:%s\n' "$port_a" "$port_b" >"$dir/shrink.conf.new"
+      mv "$dir/shrink.conf.new" "$dir/shrink.conf"
+      a0=$(pool_mib "$port_a")
+      if ! wait_log "$dir/shrink.err" "127.0.0.1:$port_b (nid [0-9]*) connected"; then
+        fail shrink "memnode b, added to the config file, was not connected to"
+      else
+        hog_start 560
+        if ! wait_log "$dir/a.log" "asking the clients holding frames"; then
+          fail shrink "memnode a sent no SHRINK: $(tail -n 3 "$dir/a.log")"
+        elif ! wait_log "$dir/shrink.err" "pages moved off frames"; then
+          fail shrink "the client did not move its pages off: $(grep -E '^comex: (error|warning)' "$dir/shrink.err" | head -n 3)"
+        elif ! until_pool "$port_a" -le 64; then
+          fail shrink "memnode a did not give back blocks that held pages: pool $(pool_mib "$port_a") MiB; $(tail -n 3 "$dir/a.log")"
+        else
+          echo "ok: shrink: memnode a ${a0} -> $(pool_mib "$port_a") MiB in service; client: $(grep -m1 -o '[0-9]* pages moved off frames [0-9-]*' "$dir/shrink.err")"
+        fi
+        hog_stop
+        until_pool "$port_a" -eq 128 || fail shrink "memnode a did not grow back after the hog: $(pool_mib "$port_a") MiB"
+      fi
+      if finished shrink; then
+        n=$(stat shrink pages_migrated)
+        [ "$n" -gt 0 ] && echo "ok: shrink: output identical; pages_migrated=$n, pages_migrated_home=$(stat shrink pages_migrated_home)" ||
+          fail shrink "pages_migrated=$n: nothing moved"
+      fi
+    }
+  }
+fi
 finish

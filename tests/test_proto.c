@@ -66,6 +66,8 @@ static int build_samples(struct proto_msg *s)
 	s[n++] = MSG(PROTO_EVICT, 0, .evict = { 0, 0 });
 	s[n++] = MSG(PROTO_EVICT, 0, .evict = { UINT64_MAX, UINT32_MAX });
 	s[n++] = MSG(PROTO_DONE, 23, .finished = { UINT64_MAX });
+	s[n++] = MSG(PROTO_SHRINK, 0, .shrink = { 0, 1, 0 });
+	s[n++] = MSG(PROTO_SHRINK, 0, .shrink = { UINT32_MAX - 1024, 1024, UINT32_MAX });
 	return n;
 }
 
@@ -123,6 +125,7 @@ static bool msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 	case PROTO_DRAINING: return FEQ(draining.clients) && FEQ(draining.frames);
 	case PROTO_EVICT: return FEQ(evict.frames) && FEQ(evict.timeout_ms);
 	case PROTO_DONE: return FEQ(finished.moved);
+	case PROTO_SHRINK: return FEQ(shrink.pfn) && FEQ(shrink.count) && FEQ(shrink.timeout_ms);
 	case PROTO_STATS_REPLY:
 		return FEQ(stats.pool_frames) && FEQ(stats.free_frames) &&
 		       FEQ(stats.client_frames) && FEQ(stats.allocs) && FEQ(stats.nacks) &&
@@ -200,32 +203,32 @@ static void check_vector(const struct proto_msg *m, const uint8_t *want, size_t 
 static void test_vectors(void)
 {
 	static const uint8_t hello[] = {
-		0x43, 0x58, 0x03, 0x01, 0x1d, 0x00, 0x00, 0x00, /* magic, version, HELLO, length 29 */
+		0x43, 0x58, 0x04, 0x01, 0x1d, 0x00, 0x00, 0x00, /* magic, version, HELLO, length 29 */
 		0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, /* seq */
 		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, /* client_id */
 		0x03, 0x00, 'a', 'b', 'c',                      /* token_len, token */
 	};
 	static const uint8_t free_[] = {
-		0x43, 0x58, 0x03, 0x06, 0x24, 0x00, 0x00, 0x00, /* FREE, length 36 */
+		0x43, 0x58, 0x04, 0x06, 0x24, 0x00, 0x00, 0x00, /* FREE, length 36 */
 		0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* seq 2 */
 		0x02, 0x00, 0x00, 0x00,                         /* nranges */
 		0x10, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, /* pfn 0x10, count 4 */
 		0xdd, 0xcc, 0xbb, 0xaa, 0x00, 0x01, 0x00, 0x00, /* pfn 0xaabbccdd, count 256 */
 	};
 	static const uint8_t nack[] = {
-		0x43, 0x58, 0x03, 0x05, 0x20, 0x00, 0x00, 0x00, /* NACK, length 32 */
+		0x43, 0x58, 0x04, 0x05, 0x20, 0x00, 0x00, 0x00, /* NACK, length 32 */
 		0xff, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, /* seq */
 		0x1c, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, /* ENOSPC (28), -1 */
 		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* free_frames 0 */
 	};
 	static const uint8_t chunk[] = {
-		0x43, 0x58, 0x03, 0x04, 0x20, 0x00, 0x00, 0x00, /* CHUNK, length 32 */
+		0x43, 0x58, 0x04, 0x04, 0x20, 0x00, 0x00, 0x00, /* CHUNK, length 32 */
 		0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* seq 5 */
 		0x00, 0x04, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, /* pfn 1024, count 1024 */
 		0x00, 0x3c, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* free_frames 15360 */
 	};
 	static const uint8_t welcome[] = {
-		0x43, 0x58, 0x03, 0x02, 0x36, 0x00, 0x00, 0x00, /* WELCOME, length 54 */
+		0x43, 0x58, 0x04, 0x02, 0x36, 0x00, 0x00, 0x00, /* WELCOME, length 54 */
 		0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* seq 1 */
 		0x07, 0x00, 0x0a, 0x00, 0x10, 0x00, 0x00, 0x00, /* nid 7, max_order 10, credits 16 */
 		0x00, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* pool_frames 16384 */
@@ -235,7 +238,7 @@ static void test_vectors(void)
 	};
 	static const uint8_t two[] = { 0xaa, 0xbb };
 	static const uint8_t stats_reply[] = {
-		0x43, 0x58, 0x03, 0x09, 0x70, 0x00, 0x00, 0x00, /* STATS_REPLY, length 112 */
+		0x43, 0x58, 0x04, 0x09, 0x70, 0x00, 0x00, 0x00, /* STATS_REPLY, length 112 */
 		0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* seq 3 */
 		0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* pool_frames 256 */
 		0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* free_frames 128 */
@@ -252,10 +255,16 @@ static void test_vectors(void)
 	};
 	static const struct proto_usage u1 = { 0xdeadbeef, 112 };
 	static const uint8_t evict[] = {
-		0x43, 0x58, 0x03, 0x13, 0x1c, 0x00, 0x00, 0x00, /* EVICT (19), length 28 */
+		0x43, 0x58, 0x04, 0x13, 0x1c, 0x00, 0x00, 0x00, /* EVICT (19), length 28 */
 		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* seq 0: not a reply */
 		0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* frames 4096 */
 		0x30, 0x75, 0x00, 0x00,                         /* timeout 30000 ms */
+	};
+	static const uint8_t shrink[] = {
+		0x43, 0x58, 0x04, 0x15, 0x1c, 0x00, 0x00, 0x00, /* SHRINK (21), length 28 */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* seq 0: not a reply */
+		0x00, 0x04, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, /* pfn 1024, count 2048 */
+		0x10, 0x27, 0x00, 0x00,                         /* timeout 10000 ms */
 	};
 	struct proto_range r[2] = { { 0x10, 4 }, { 0xaabbccdd, 256 } };
 
@@ -270,6 +279,7 @@ static void test_vectors(void)
 	check_vector(&MSG(PROTO_NACK, 0x80000000000000ffu, .nack = { ENOSPC, -1, 0 }),
 		     nack, sizeof(nack));
 	check_vector(&MSG(PROTO_EVICT, 0, .evict = { 4096, 30000 }), evict, sizeof(evict));
+	check_vector(&MSG(PROTO_SHRINK, 0, .shrink = { 1024, 2048, 10000 }), shrink, sizeof(shrink));
 	check_vector(&MSG(PROTO_CHUNK, 5, .chunk = { 1024, 1024, 15360 }), chunk, sizeof(chunk));
 	check_vector(&MSG(PROTO_WELCOME, 1, .welcome = { 7, 10, 16, 16384, 0x7f0000000000u, 2, two, 16384 }),
 		     welcome, sizeof(welcome));
@@ -349,6 +359,8 @@ static void test_encode_limits(void)
 		MSG(PROTO_FREE, 0, .free = { 2, two, NULL }),
 		MSG(PROTO_FREE, 0, .free = { 1, NULL, NULL }),
 		MSG(PROTO_STATS_REPLY, 0, .stats = { .nusage = PROTO_STATS_MAX_CLIENTS + 1, .usage = usage }),
+		MSG(PROTO_SHRINK, 0, .shrink = { 5, 0, 100 }),
+		MSG(PROTO_SHRINK, 0, .shrink = { UINT32_MAX, 1, 100 }),
 		MSG(0, 0, .alloc = { 0 }),
 		MSG(PROTO_TYPE_MAX + 1, 0, .alloc = { 0 }),
 	};
@@ -408,6 +420,12 @@ static void test_decode_limits(void)
 	CHECK(proto_stats_usage(&d, PROTO_STATS_MAX_CLIENTS).frames == 0); /* out of range: empty */
 	decode_fails(buf, patch_count(len, 76, 4, PROTO_STATS_MAX_CLIENTS + 1, 16), -EBADMSG);
 	decode_fails(buf, patch_count(len, 76, 4, PROTO_STATS_MAX_CLIENTS - 1, 0), -EBADMSG); /* rows beyond nusage */
+	m = MSG(PROTO_SHRINK, 0, .shrink = { 8, 8, 1 });
+	len = encode_ok(&m, buf);
+	decode_fails(buf, patch_count(len, 4, 4, 0, 0), -EBADMSG);          /* an empty range */
+	len = encode_ok(&m, buf);
+	put_le(buf + PROTO_HDR_LEN, UINT32_MAX - 3, 4);                    /* a range past u32 PFN space */
+	decode_fails(buf, len, -EBADMSG);
 
 	/* Bad ranges inside an otherwise well-formed FREE. */
 	m = MSG(PROTO_FREE, 1, .free = { 3, ranges, NULL });
@@ -428,7 +446,7 @@ static void test_names(void)
 {
 	static const char *const want[] = { "UNKNOWN", "HELLO", "WELCOME", "ALLOC", "CHUNK",
 		"NACK", "FREE", "FREED", "STATS", "STATS_REPLY", "BYE", "GOODBYE", "ERROR", "READ",
-		"DATA", "WRITE", "WRITTEN", "DRAIN", "DRAINING", "EVICT", "DONE", "UNKNOWN" };
+		"DATA", "WRITE", "WRITTEN", "DRAIN", "DRAINING", "EVICT", "DONE", "SHRINK", "UNKNOWN" };
 
 	for (unsigned t = 0; t < sizeof(want) / sizeof(want[0]); t++)
 		CHECK(strcmp(proto_type_name(t), want[t]) == 0);

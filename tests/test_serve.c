@@ -468,6 +468,53 @@ static void test_host_blocks(void)
 	serve_destroy(s);
 }
 
+/* Elastic shrink: the block holding the fewest clients' frames is chosen,
+ * each holder gets one SHRINK naming it, ALLOCs are refused meanwhile, and
+ * once its frames are freed the block can go to the host. */
+static void test_shrink(void)
+{
+	struct serve *s = make(POOL, 4, NULL);
+	struct cl a = login(s, ""), b = login(s, "");
+	uint8_t buf[PROTO_MAX_MSG];
+	struct proto_msg m;
+	uint32_t p[4], pfn, count, h, pb;
+	size_t len;
+
+	for (int i = 0; i < 4; i++)
+		p[i] = alloc_ok(s, &a, 10);
+	free_ok(s, &a, p[2], 1000);                /* block p[2]: 24 of a's frames left */
+	pb = alloc_ok(s, &b, 3);
+	CHECK(pb >= p[2] && pb < p[2] + 1000);     /* and 8 of b's */
+	CHECK(serve_host_take(s, &h) == -ENOSPC);
+	CHECK(serve_shrink_msg(s, a.conn, 1000, buf, sizeof(buf), &len) == -ENOENT); /* no shrink yet */
+	CHECK(serve_shrink_start(s, 1, &pfn, &count) == 0 && pfn == p[2] && count == 1024);
+	for (int k = 0; k < 2; k++) { /* each holder is told once */
+		uint32_t conn = k ? b.conn : a.conn;
+
+		CHECK(serve_shrink_msg(s, conn, 1000, buf, sizeof(buf), &len) == 0);
+		CHECK(proto_decode(buf, len, &m) == 0 && m.type == PROTO_SHRINK && m.seq == 0);
+		CHECK(m.u.shrink.pfn == p[2] && m.u.shrink.count == 1024 && m.u.shrink.timeout_ms == 1000);
+		CHECK(serve_shrink_msg(s, conn, 1000, buf, sizeof(buf), &len) == -ENOENT);
+	}
+	nack_ok(s, &b, 0, -1);                     /* nothing new while shrinking */
+	CHECK(simple(s, &a, PROTO_STATS) == 0 && (rep.u.stats.flags & PROTO_STATS_SHRINKING));
+	CHECK(serve_shrink_start(s, 1, &pfn, &count) == -EBUSY);
+	free_ok(s, &a, p[2] + 1000, 24);
+	CHECK(serve_shrink_start(s, 1, &pfn, &count) == -EBUSY); /* b still holds 8 there */
+	free_ok(s, &b, pb, 8);
+	CHECK(serve_host_take(s, &h) == 0 && h == p[2]);
+	/* vacated: the next call picks another range, never the host's block */
+	CHECK(serve_shrink_start(s, 4, &pfn, &count) == 0);
+	CHECK(count % 1024 == 0 && count >= 1024 && (pfn >= p[2] + 1024 || pfn + count <= p[2]));
+	serve_shrink_end(s);
+	CHECK(simple(s, &a, PROTO_STATS) == 0 && !(rep.u.stats.flags & PROTO_STATS_SHRINKING));
+	CHECK(alloc_ok(s, &b, 0) >= 4096);         /* allocations again (the tail is all that is free) */
+	CHECK(serve_shrink_msg(s, a.conn, 1000, buf, sizeof(buf), &len) == -ENOENT);
+	serve_disconnect(s, a.conn);
+	serve_disconnect(s, b.conn);
+	serve_destroy(s);
+}
+
 static void test_read_write(void)
 {
 	struct serve_config cfg = { .pool_frames = POOL, .credits = 4, .max_clients = 4, .pool = pool_mem };
@@ -745,6 +792,7 @@ int main(void)
 	test_exhaustion();
 	test_grow();
 	test_host_blocks();
+	test_shrink();
 	test_ownership();
 	test_read_write();
 	test_seq();

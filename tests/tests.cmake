@@ -23,10 +23,10 @@ endforeach()
 # bounded run is a test of its own (a longer one: docs/TESTING.md).
 if(CMAKE_C_COMPILER_ID STREQUAL "Clang")
   add_executable(fuzz_serve ${CMAKE_SOURCE_DIR}/tests/fuzz_serve.c
-    ${CMAKE_SOURCE_DIR}/src/serve.c ${CMAKE_SOURCE_DIR}/src/proto.c
-    ${CMAKE_SOURCE_DIR}/src/buddy.c ${CMAKE_SOURCE_DIR}/src/log.c
+    ${CMAKE_SOURCE_DIR}/src/memnode/serve.c ${CMAKE_SOURCE_DIR}/src/proto.c
+    ${CMAKE_SOURCE_DIR}/src/memnode/buddy.c ${CMAKE_SOURCE_DIR}/src/log.c
     ${CMAKE_SOURCE_DIR}/src/auth.c)
-  target_include_directories(fuzz_serve PRIVATE ${CMAKE_SOURCE_DIR}/src)
+  target_include_directories(fuzz_serve PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/src/memnode)
   target_compile_options(fuzz_serve PRIVATE -fsanitize=fuzzer,address,undefined)
   target_link_options(fuzz_serve PRIVATE -fsanitize=fuzzer,address,undefined)
   add_test(NAME fuzz_serve COMMAND fuzz_serve -runs=300000 -max_len=8192 -seed=1)

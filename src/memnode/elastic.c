@@ -25,12 +25,15 @@
 #define EWMA_WEIGHT 0.25                    /* ~0.4 s to follow a step */
 #define MAX_STEP 64u                        /* blocks given back per tick: 256 MiB */
 #define SLACK (2 * BLOCK_BYTES)             /* hysteresis before taking memory back */
+#define SHRINK_BLOCKS 16u                   /* blocks vacated per SHRINK at most: 64 MiB */
 
 struct elastic {
 	struct serve *s;
 	uint8_t *base;
 	uint64_t reserve;
-	bool lock, stuck_logged;
+	bool lock, stuck_logged, shrinking;
+	uint64_t shrink_until;              /* monotonic ns: the clients' time to vacate the range */
+	uint32_t shrink_pfn, shrink_count;
 	double ewma;
 	uint64_t next_ns;
 	uint32_t ngiven, cap;
@@ -55,7 +58,56 @@ void elastic_destroy(struct elastic *e)
 	free(e);
 }
 
-static void give_back(struct elastic *e, uint64_t want, uint64_t avail)
+/* Enough is given back: clients may allocate here again. */
+static void end_shrink(struct elastic *e)
+{
+	if (!e->shrinking)
+		return;
+	serve_shrink_end(e->s);
+	e->shrinking = false;
+	log_info("host memory: enough given back; the pool takes new pages again");
+}
+
+/* Still `want` bytes short with no free block left: the clients holding the
+ * cheapest range move their pages off it (SHRINK), and its blocks are taken
+ * on later ticks as they come free. */
+static void shrink(struct elastic *e, uint64_t want, uint64_t avail, uint64_t now_ns)
+{
+	uint32_t blocks = (uint32_t)((want + BLOCK_BYTES - 1) / BLOCK_BYTES), pfn, count;
+	int rc;
+
+	if (blocks > SHRINK_BLOCKS)
+		blocks = SHRINK_BLOCKS;
+	rc = serve_shrink_start(e->s, blocks, &pfn, &count);
+	if (rc == -EBUSY && now_ns < e->shrink_until)
+		return; /* the clients are moving their pages */
+	if (rc == -EBUSY) {
+		log_warn("host memory low (%llu MiB available, reserve %llu MiB): clients did not vacate frames "
+			 "%u-%u within %u s; trying again", (unsigned long long)(avail >> 20),
+			 (unsigned long long)(e->reserve >> 20), e->shrink_pfn, e->shrink_pfn + e->shrink_count - 1,
+			 ELASTIC_SHRINK_TIMEOUT_MS / 1000);
+		serve_shrink_end(e->s);
+		e->shrinking = false;
+		return;
+	}
+	if (rc) {
+		if (!e->stuck_logged)
+			log_warn("host memory low (%llu MiB available, reserve %llu MiB) and the whole pool is given "
+				 "back already", (unsigned long long)(avail >> 20), (unsigned long long)(e->reserve >> 20));
+		e->stuck_logged = true;
+		return;
+	}
+	e->shrinking = true;
+	e->shrink_until = now_ns + ELASTIC_SHRINK_TIMEOUT_MS * 1000000ull;
+	e->shrink_pfn = pfn;
+	e->shrink_count = count;
+	log_info("host memory low (%llu MiB available, reserve %llu MiB) and no free 4 MiB block left: asking "
+		 "the clients holding frames %u-%u (%u MiB) to move their pages elsewhere",
+		 (unsigned long long)(avail >> 20), (unsigned long long)(e->reserve >> 20), pfn, pfn + count - 1,
+		 count / 256);
+}
+
+static void give_back(struct elastic *e, uint64_t want, uint64_t avail, uint64_t now_ns)
 {
 	uint32_t n = 0, pfn;
 
@@ -74,12 +126,11 @@ static void give_back(struct elastic *e, uint64_t want, uint64_t avail)
 			 "%u MiB of the pool back (%u MiB out of service)", (unsigned long long)(avail >> 20),
 			 e->ewma / (1 << 20), (unsigned long long)(e->reserve >> 20), n * 4, e->ngiven * 4);
 		e->stuck_logged = false;
-	} else if (!e->stuck_logged) {
-		log_warn("host memory low (%llu MiB available, reserve %llu MiB) but no free 4 MiB block is "
-			 "left to give back: moving clients' pages off is not done yet",
-			 (unsigned long long)(avail >> 20), (unsigned long long)(e->reserve >> 20));
-		e->stuck_logged = true;
 	}
+	if (want > (uint64_t)n * BLOCK_BYTES && n < MAX_STEP)
+		shrink(e, want - (uint64_t)n * BLOCK_BYTES, avail, now_ns);
+	else
+		end_shrink(e);
 }
 
 static void take_back(struct elastic *e, uint64_t avail)
@@ -112,9 +163,12 @@ uint64_t elastic_tick(struct elastic *e, uint64_t now_ns)
 	e->next_ns = now_ns + TICK_NS;
 	avail = sysmem_available();
 	e->ewma = e->ewma ? e->ewma + EWMA_WEIGHT * ((double)avail - e->ewma) : (double)avail;
-	if (e->ewma < (double)e->reserve && avail < e->reserve)
-		give_back(e, e->reserve - avail, avail);
-	else if (e->ngiven && e->ewma > (double)(e->reserve + SLACK) && avail > e->reserve + SLACK)
+	if (e->ewma < (double)e->reserve && avail < e->reserve) {
+		give_back(e, e->reserve - avail, avail, now_ns);
+		return e->next_ns;
+	}
+	end_shrink(e);
+	if (e->ngiven && e->ewma > (double)(e->reserve + SLACK) && avail > e->reserve + SLACK)
 		take_back(e, avail);
 	return e->next_ns;
 }

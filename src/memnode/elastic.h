@@ -1,14 +1,19 @@
 /* elastic: a memnode that gives pool memory back to its host (option
- * host-reserve; issue 11 item 2, in part). It folds the host's available
+ * host-reserve; issue 11 item 2). It folds the host's available
  * memory into an EWMA, as Infiniswap's HeadRoom does, takes free 4 MiB blocks
  * out of service and returns their memory to the kernel while the host has
  * less than host-reserve, and takes them back once it has enough again.
- * Blocks that hold clients' pages are not moved (not done yet). */
+ * Blocks that hold clients' pages are vacated by their clients first
+ * (SHRINK, docs/PROTOCOL.md "Elastic shrink"). */
 #ifndef COMEX_ELASTIC_H
 #define COMEX_ELASTIC_H
 
 #include <stdbool.h>
 #include <stdint.h>
+
+/* The time clients get to move their pages off a range after a SHRINK
+ * (sent in the message; the memnode tries another range after it). */
+#define ELASTIC_SHRINK_TIMEOUT_MS 30000u
 
 struct elastic;
 struct serve;

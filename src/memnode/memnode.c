@@ -322,6 +322,18 @@ static void send_evicts(struct memnode *m)
 	}
 }
 
+/* Elastic shrink: every client holding frames in the range being vacated
+ * gets one SHRINK (the serve layer knows who, and sends each range once). */
+static void send_shrinks(struct memnode *m)
+{
+	uint8_t buf[PROTO_MAX_MSG];
+	size_t len;
+
+	for (struct mconn *c = m->conns; c; c = c->next)
+		if (c->conn && !serve_shrink_msg(m->serve, c->conn, ELASTIC_SHRINK_TIMEOUT_MS, buf, sizeof(buf), &len))
+			send_reply(m, c, buf, len, NULL, 0);
+}
+
 /* Draining: true once every client answered DONE (or left) and every
  * connection is closed (so the last replies went out), or when
  * drain-timeout passed (said loudly if a client still holds frames). */
@@ -353,8 +365,10 @@ static int event_loop(struct memnode *m, uint64_t spin_ns)
 		uint64_t timeout;
 		int err;
 
-		if (m->elastic)
+		if (m->elastic && now >= look) { /* a look at the host is due */
 			look = elastic_tick(m->elastic, now);
+			send_shrinks(m);
+		}
 		if (look && (!wake || look < wake))
 			wake = look;
 		if (m->drain_until && (!wake || m->drain_until < wake))

@@ -38,6 +38,7 @@ struct conn {
 	uint64_t returned;   /* frames given back at BYE */
 	uint64_t refusals;   /* ERROR replies sent */
 	bool told;           /* asked by EVICT to take its pages elsewhere, no DONE yet */
+	bool shrink_told;    /* holds frames in the shrink range, not sent its SHRINK yet */
 };
 
 struct serve {
@@ -48,6 +49,10 @@ struct serve {
 	uint32_t next_id;         /* 0 once all ids have been used */
 	uint32_t nconns;
 	bool draining;            /* leaving: ALLOCs get NACK, told conns owe a DONE */
+	/* Elastic shrink: frames [pfn, pfn + count) are being vacated for the
+	 * host. ALLOCs get NACK meanwhile, so what the clients free merges into
+	 * free blocks that serve_host_take gives back. */
+	struct { bool on; uint32_t pfn, count; } shrink;
 	uint64_t allocs, nacks, frees, errors; /* frees counts frames of FREE requests */
 	uint64_t requests, start_ns;
 	uint64_t host_frames;     /* out of service, given back to the host */
@@ -142,7 +147,7 @@ static uint64_t room(const struct serve *s)
 	struct buddy_stats bs;
 
 	buddy_stats(s->buddy, &bs);
-	if (s->draining)
+	if (s->draining || s->shrink.on)
 		return 0;
 	return bs.free_frames + (s->cfg.grow && s->cfg.max_frames > bs.nframes ? s->cfg.max_frames - bs.nframes : 0);
 }
@@ -213,7 +218,8 @@ static int on_alloc(struct req *q)
 		reject(q, -EINVAL, "order %u above %u", order, BUDDY_MAX_ORDER);
 		return 0;
 	}
-	if (q->s->draining) { /* leaving: nothing new comes here; -1 so no smaller order is tried */
+	/* leaving or giving memory back: nothing new comes here; -1 so no smaller order is tried */
+	if (q->s->draining || q->s->shrink.on) {
 		q->s->nacks++;
 		q->r->type = PROTO_NACK;
 		q->r->u.nack.error = ENOSPC;
@@ -402,7 +408,8 @@ static int on_stats(struct req *q)
 	q->r->u.stats.largest_free_order = bs.largest_free_order;
 	q->r->u.stats.requests = s->requests;
 	q->r->u.stats.uptime_ms = (now_ns() - s->start_ns) / 1000000;
-	q->r->u.stats.flags = s->flags | (s->draining ? PROTO_STATS_DRAINING : 0);
+	q->r->u.stats.flags = s->flags | (s->draining ? PROTO_STATS_DRAINING : 0) |
+			      (s->shrink.on ? PROTO_STATS_SHRINKING : 0);
 	q->r->u.stats.nusage = fill_usage(s);
 	q->r->u.stats.usage = s->usage;
 	return 0;
@@ -787,6 +794,119 @@ void serve_stats(const struct serve *s, struct serve_stats *out)
 		.errors = LOAD(errors), .requests = LOAD(requests), .clients = LOAD(clients),
 		.uptime_ns = now_ns() - s->start_ns,
 	};
+}
+
+/* ---- elastic shrink ---- */
+
+#define BLOCK_FRAMES (1u << BUDDY_MAX_ORDER)
+
+/* Clients' frames in block b, or -1 if part of it is out of service. */
+static int64_t block_used(const struct serve *s, uint32_t b)
+{
+	int64_t used = 0;
+
+	for (uint32_t pfn = b * BLOCK_FRAMES; pfn < (b + 1) * BLOCK_FRAMES; pfn++) {
+		uint32_t o = buddy_owner(s->buddy, pfn);
+
+		if (o == HOST_OWNER)
+			return -1;
+		used += o != BUDDY_NO_OWNER;
+	}
+	return used;
+}
+
+/* The first of the `want` consecutive blocks in service (fewer when no run
+ * is that long) that hold the fewest clients' frames; -ENOENT if none. */
+static int pick_blocks(const struct serve *s, uint32_t nblocks, uint32_t want, uint32_t *first_out,
+		       uint32_t *count_out)
+{
+	for (; want; want /= 2) {
+		int64_t best = -1, sum = 0;
+		uint32_t run = 0, first = 0;
+
+		for (uint32_t b = 0; b < nblocks; b++) {
+			int64_t u = block_used(s, b);
+
+			if (u < 0) { /* a run cannot span a block the host has */
+				run = 0, sum = 0;
+				continue;
+			}
+			sum += u, run++;
+			if (run > want)
+				sum -= block_used(s, b - want), run = want;
+			if (run == want && (best < 0 || sum < best))
+				best = sum, first = b + 1 - want;
+		}
+		if (best >= 0) {
+			*first_out = first;
+			*count_out = want;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static bool range_held(const struct serve *s)
+{
+	for (uint32_t pfn = s->shrink.pfn; pfn < s->shrink.pfn + s->shrink.count; pfn++) {
+		uint32_t o = buddy_owner(s->buddy, pfn);
+
+		if (o != BUDDY_NO_OWNER && o != HOST_OWNER)
+			return true;
+	}
+	return false;
+}
+
+int serve_shrink_start(struct serve *s, uint32_t blocks, uint32_t *pfn_out, uint32_t *count_out)
+{
+	struct buddy_stats bs;
+	uint32_t first, n;
+	int rc;
+
+	if (s->shrink.on && range_held(s))
+		return -EBUSY;
+	buddy_stats(s->buddy, &bs);
+	rc = pick_blocks(s, bs.nframes / BLOCK_FRAMES, blocks ? blocks : 1, &first, &n);
+	if (rc)
+		return rc;
+	s->shrink.on = true;
+	s->shrink.pfn = first * BLOCK_FRAMES;
+	s->shrink.count = n * BLOCK_FRAMES;
+	for (uint32_t pfn = s->shrink.pfn; pfn < s->shrink.pfn + s->shrink.count; pfn++) {
+		struct conn *c = conn_find(s, buddy_owner(s->buddy, pfn));
+
+		if (c)
+			c->shrink_told = true;
+	}
+	publish(s);
+	*pfn_out = s->shrink.pfn;
+	*count_out = s->shrink.count;
+	return 0;
+}
+
+int serve_shrink_msg(struct serve *s, uint32_t conn, uint32_t timeout_ms, void *buf, size_t cap, size_t *len_out)
+{
+	struct conn *c = conn_find(s, conn);
+	struct proto_msg m = { .type = PROTO_SHRINK }; /* seq 0: not a reply */
+	int rc;
+
+	if (!c || !c->shrink_told || !s->shrink.on)
+		return -ENOENT;
+	m.u.shrink.pfn = s->shrink.pfn;
+	m.u.shrink.count = s->shrink.count;
+	m.u.shrink.timeout_ms = timeout_ms;
+	rc = proto_encode(&m, buf, cap, len_out);
+	if (!rc)
+		c->shrink_told = false;
+	return rc;
+}
+
+void serve_shrink_end(struct serve *s)
+{
+	s->shrink.on = false;
+	for (uint32_t i = 0; i < s->cfg.max_clients; i++)
+		s->conns[i].shrink_told = false;
+	publish(s);
 }
 
 int serve_host_take(struct serve *s, uint32_t *pfn_out)

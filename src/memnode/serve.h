@@ -77,6 +77,18 @@ int serve_evict(struct serve *s, uint32_t conn, uint32_t timeout_ms, void *buf, 
 int serve_host_take(struct serve *s, uint32_t *pfn_out);
 /* Puts a block that serve_host_take took back into service. */
 int serve_host_return(struct serve *s, uint32_t pfn);
+/* When no free block is left to give back: picks the run of `blocks`
+ * order-10 blocks in service (fewer if no run is that long) that hold the
+ * fewest clients' frames, marks every client holding frames there for a
+ * SHRINK (serve_shrink_msg), and NACKs every ALLOC until serve_shrink_end,
+ * so that freed frames merge into blocks serve_host_take can take. Called
+ * again while clients still hold frames in the range: -EBUSY; once they hold
+ * none, a new range is picked. -ENOENT: no block in service. */
+int serve_shrink_start(struct serve *s, uint32_t blocks, uint32_t *pfn_out, uint32_t *count_out);
+/* Encodes the SHRINK conn must be sent, once per range; -ENOENT if none. */
+int serve_shrink_msg(struct serve *s, uint32_t conn, uint32_t timeout_ms, void *buf, size_t cap, size_t *len_out);
+/* The shrink is over (enough given back, or the clients are too slow). */
+void serve_shrink_end(struct serve *s);
 
 struct serve_stats {
 	uint64_t pool_frames, free_frames;

@@ -142,6 +142,8 @@ void *pager_membership(void *arg)
 		for (unsigned d = 0; d < P.nnodes; d++) {
 			if (h.evicting & (1ull << d))
 				migrate_off(d);
+			else if (h.shrinking & (1ull << d))
+				migrate_range(d, h.shrink[d].pfn, h.shrink[d].count);
 			rejoin(d, h.out & (1ull << d), now);
 		}
 		watch_config();

@@ -1,6 +1,7 @@
-/* migrate: moving every page off a leaving memnode d, under the pager lock
- * one slice of the page table at a time (faults get the lock in between);
- * and forgetting a failed one (its pages are lost, at the end of this file).
+/* migrate: moving every page off a leaving memnode d, or off a range of its
+ * frames that its host wants back (SHRINK), under the pager lock one slice
+ * of the page table at a time (faults get the lock in between); and
+ * forgetting a failed one (its pages are lost, at the end of this file).
  * A page refers to d in one of four ways, each undone here:
  *   PTE_WBUF on d        the write buffers are flushed first: it becomes REMOTE
  *   PTE_REMOTE on d      read (one read per run of consecutive frames), hash
@@ -32,14 +33,25 @@
 
 #define SLICE 4096          /* page-table entries examined per hold of the pager lock */
 #define RUN_MAX 64          /* pages moved with one read and one write */
+#define RANGE_PASSES 8      /* passes over the page table for one SHRINK at most */
 
 static char *buf;           /* RUN_MAX pages: a run between its read and its write */
 static uint64_t moved;      /* pages moved off the node being drained */
 static bool home_warned;
+/* The frames on d being vacated: all of them for a departure or a failure,
+ * [lo, hi) for a SHRINK. */
+static uint32_t frames_lo;
+static uint64_t frames_hi;
+
+static bool in_range(uint32_t pfn)
+{
+	return pfn >= frames_lo && pfn < frames_hi;
+}
 
 static bool on_node(pte_t e, unsigned d)
 {
-	return pte_node(e) == d && (pte_has_frame(e) || (pte_state(e) == PTE_DIRTY && (e & PTE_KEEP)));
+	return pte_node(e) == d && (pte_has_frame(e) || (pte_state(e) == PTE_DIRTY && (e & PTE_KEEP))) &&
+	       in_range(pte_pfn(e));
 }
 
 static void check_sum(uint64_t idx, const char *copy)
@@ -108,7 +120,8 @@ static uint32_t move_run(uint64_t idx, uint64_t end, unsigned d)
 	int err;
 
 	while (n < RUN_MAX && idx + n < end && pte_state(P.pt[idx + n]) == PTE_REMOTE &&
-	       pte_node(P.pt[idx + n]) == d && pte_pfn(P.pt[idx + n]) == pte_pfn(P.pt[idx]) + n)
+	       pte_node(P.pt[idx + n]) == d && pte_pfn(P.pt[idx + n]) == pte_pfn(P.pt[idx]) + n &&
+	       in_range(pte_pfn(P.pt[idx]) + n))
 		n++;
 	err = client_read(P.c.client, d, pte_pfn(P.pt[idx]), n, buf);
 	if (err)
@@ -168,7 +181,8 @@ static uint64_t clear_slice(uint64_t lo, uint64_t hi, unsigned d, bool failed)
 	for (uint64_t i = lo; i < hi; i++) {
 		pte_t e;
 
-		if (replica_unref(i, d, failed)) /* extra copies there dropped, or one took the first's place */
+		/* extra copies there dropped, or one took the first's place */
+		if (replica_unref(i, d, failed, frames_lo, frames_hi))
 			found++;
 		e = P.pt[i];
 		if (!on_node(e, d))
@@ -235,6 +249,7 @@ void migrate_off(unsigned d)
 	int err;
 
 	moved = 0;
+	frames_lo = 0, frames_hi = UINT64_MAX;
 	pager_lock("moving pages off a memnode");
 	if (P.cursor[d].left) /* the open run of frames there */
 		client_release(P.c.client, d, P.cursor[d].pfn, P.cursor[d].left);
@@ -251,6 +266,38 @@ void migrate_off(unsigned d)
 		return;
 	}
 	STAT_ADD(P.c.stats, memnodes_drained, 1);
+}
+
+void migrate_range(unsigned d, uint32_t pfn, uint32_t count)
+{
+	uint64_t home0 = P.c.stats->pages_migrated_home;
+	int err;
+
+	moved = 0;
+	frames_lo = pfn, frames_hi = (uint64_t)pfn + count;
+	pager_lock("moving pages off a shrinking memnode");
+	/* nothing new lands in the range: the memnode refuses ALLOCs while it
+	 * shrinks, and the frames we hold there unused go back now */
+	if (P.cursor[d].left)
+		client_release(P.c.client, d, P.cursor[d].pfn, P.cursor[d].left);
+	P.cursor[d].left = 0;
+	client_trim(P.c.client, d);
+	replica_forget(d, false);
+	/* bounded: once the memnode ends its shrink, evictions may land in the
+	 * range again, and chasing them would never end */
+	for (int k = 0; k < RANGE_PASSES && pass(d, false); k++)
+		;
+	pager_unlock();
+	err = client_flush(P.c.client);
+	if (err) {
+		errno = -err;
+		log_warn("memnode %u: %llu pages moved off frames %u-%u, but giving the frames back failed: %m", d,
+			 (unsigned long long)moved, pfn, pfn + count - 1);
+		return;
+	}
+	log_info("memnode %u: %llu pages moved off frames %u-%u (%llu of them home); frames given back", d,
+		 (unsigned long long)moved, pfn, pfn + count - 1,
+		 (unsigned long long)(P.c.stats->pages_migrated_home - home0));
 }
 
 /* The pages in a write buffer of d never left (or d never confirmed them):
@@ -280,6 +327,7 @@ static void take_wbuf_home(unsigned d, struct wbuf *wb)
 void migrate_forget(unsigned d)
 {
 	pager_lock("moving pages off a memnode");
+	frames_lo = 0, frames_hi = UINT64_MAX;
 	lost = 0;
 	P.cursor[d].left = 0;
 	P.epoch[d]++;

@@ -348,7 +348,7 @@ void replica_forget(unsigned d, bool failed)
 	}
 }
 
-bool replica_unref(uint64_t i, unsigned d, bool failed)
+bool replica_unref(uint64_t i, unsigned d, bool failed, uint32_t lo, uint64_t hi)
 {
 	pte_t e = P.pt[i];
 	uint64_t *c, keep[EXTRA_MAX] = { 0 };
@@ -361,7 +361,7 @@ bool replica_unref(uint64_t i, unsigned d, bool failed)
 	for (unsigned k = 0; k < extra; k++) {
 		if (!(c[k] & LOC_VALID))
 			continue;
-		if (loc_node(c[k]) != d) {
+		if (loc_node(c[k]) != d || loc_pfn(c[k]) < lo || loc_pfn(c[k]) >= hi) {
 			keep[n++] = c[k];
 			continue;
 		}
@@ -369,7 +369,8 @@ bool replica_unref(uint64_t i, unsigned d, bool failed)
 			pager_release_frame(d, loc_pfn(c[k]));
 		did = true;
 	}
-	if (pte_node(e) == d && n) { /* its first copy is there: an extra one takes its place */
+	if (pte_node(e) == d && pte_pfn(e) >= lo && pte_pfn(e) < hi && n) {
+		/* its first copy is there: an extra one takes its place */
 		if (!failed)
 			pager_release_frame(d, pte_pfn(e));
 		P.pt[i] = pte_make(e, pte_state(e), loc_node(keep[0]), loc_pfn(keep[0]));

@@ -31,10 +31,11 @@ void replica_move(uint64_t from, uint64_t to);
  * May run without the pager lock (the caller re-checks the entries). */
 int replica_failover(unsigned bad, uint64_t first, uint64_t step, uint32_t count, char *dst);
 /* Node d fails (failed) or leaves: nothing in the write buffers refers to it
- * afterwards; replica_unref then undoes page i's references (a copy there is
- * dropped, a first copy there is replaced by an extra one); true if any. */
+ * afterwards; replica_unref then undoes page i's references to frames
+ * [lo, hi) of d (a copy there is dropped, a first copy there is replaced by
+ * an extra one); true if any. */
 void replica_forget(unsigned d, bool failed);
-bool replica_unref(uint64_t i, unsigned d, bool failed);
+bool replica_unref(uint64_t i, unsigned d, bool failed, uint32_t lo, uint64_t hi);
 /* Membership thread, every tick: pages with fewer copies than replicas get
  * new ones on memnodes that have room and are not in unusable (a bit per
  * node: failed, leaving) (pages_rereplicated). */
