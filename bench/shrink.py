@@ -8,8 +8,9 @@ everything. tests/progs/prog_gate fills --program-mib under `comex run` with
 only `a` in its config file, so its remote pages land there and leave `a`
 almost no free block; then `b` is added to the file and the program connects
 to it. A hog in `a`'s cgroup then takes enough memory that the host is
---deficit-mib below the reserve. Measured from the moment the hog holds its
-memory: when `a` sends its first SHRINK, when its pool in service (`comex
+--deficit-mib below the reserve. Measured from the moment the hog starts
+(it fills its memory in about a second): when it holds all of it, when `a`
+sends its first SHRINK, when its pool in service (`comex
 status --json`, polled every 50 ms) is --deficit-mib smaller, and the pages
 the program moved (its log). The hog then leaves, the pool grows back, the
 program's gate opens and its output must equal the native run's.
@@ -122,6 +123,7 @@ def one_run(a, comex, gate_prog, tmp, token, r, native_out):
         # cgroup still allows now, less the reserve, plus the deficit
         hog_mib = cg.limit_mib - cg.usage_mib() - RESERVE_MIB + a.deficit_mib
         ready, stop = tmp / f"hog{r}.ready", tmp / f"hog{r}.stop"
+        t0 = time.monotonic()  # the host starts running short as the hog fills
         hog = subprocess.Popen(cg.wrap([sys.executable, "-c",
                                         "import os, sys, time\nb = bytearray(int(sys.argv[1]) << 20)\n"
                                         "for i in range(0, len(b), 4096): b[i] = 1\n"
@@ -130,7 +132,7 @@ def one_run(a, comex, gate_prog, tmp, token, r, native_out):
                                         str(hog_mib), str(ready), str(stop)]))
         procs.append(hog)
         wait_for(lambda: ready.exists(), 120, "the hog")
-        t0 = time.monotonic()
+        t_ready = time.monotonic() - t0
         log_a = tmp / f"a{r}.log"
         wait_for(lambda: "asking the clients holding frames" in (benchlib.read_text(log_a) or ""), 60,
                  "memnode a's first SHRINK")
@@ -151,12 +153,12 @@ def one_run(a, comex, gate_prog, tmp, token, r, native_out):
             raise RuntimeError(f"run {r}: exit {rc} or output differs from the native run: "
                                f"{(benchlib.read_text(err) or '')[-1500:]}")
         s = json.loads(stats.read_text())
-        rec = {"hog_mib": hog_mib, "pool_before_mib": pool0, "pool_after_mib": pool1,
+        rec = {"hog_mib": hog_mib, "hog_ready_s": round(t_ready, 3), "pool_before_mib": pool0, "pool_after_mib": pool1,
                "first_shrink_s": round(t_shrink, 3), "deficit_given_s": round(t_given, 3),
                "grown_back_s": round(t_back, 3), "pages_moved_logged": moved,
                "pages_migrated": s["pages_migrated"], "pages_migrated_home": s["pages_migrated_home"],
                "moved_mib_per_s": round(moved / 256 / max(t_given - t_shrink, 1e-3), 1)}
-        print(f"run {r}: first SHRINK after {t_shrink:.2f} s, {a.deficit_mib} MiB given back after {t_given:.2f} s "
+        print(f"run {r}: hog filled after {t_ready:.2f} s, first SHRINK after {t_shrink:.2f} s, {a.deficit_mib} MiB given back after {t_given:.2f} s "
               f"({moved} pages moved), pool {pool0} -> {pool1} MiB", file=sys.stderr)
         return rec
     finally:
@@ -197,7 +199,7 @@ def main(argv):
             doc["runs"].append(one_run(a, comex, gate_prog, tmp, token, r, native.stdout))
     finish_machine_info(machine, times0)
     doc["summary"] = {k: summary([x[k] for x in doc["runs"]], 3)
-                      for k in ("first_shrink_s", "deficit_given_s", "grown_back_s", "pages_moved_logged",
+                      for k in ("hog_ready_s", "first_shrink_s", "deficit_given_s", "grown_back_s", "pages_moved_logged",
                                 "moved_mib_per_s")}
     for k, v in doc["summary"].items():
         print(f"{k}: median {v['median']} (min {v['min']}, max {v['max']})")
