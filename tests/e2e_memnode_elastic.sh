@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# e2e_memnode_elastic: a memnode with --host-reserve in a memory cgroup gives pool memory back when a memory hog in its cgroup leaves the host less than the reserve (free blocks first, then blocks whose pages the client moves to another memnode on SHRINK) and takes it back when the hog is gone; the program ends with the native output.
+# e2e_memnode_elastic: a memnode with --host-reserve in a memory cgroup gives pool memory back when a memory hog in its cgroup leaves the host less than the reserve (free blocks first, then blocks whose pages the client moves to another memnode on SHRINK) and takes it back when the hog is gone; with replicas 2 the copies on the blocks given back move to a third memnode first, so a later memnode death loses nothing; the program ends with the native output.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 . "$src/tests/progs/memnodes.sh"
-echo "e2e_memnode_elastic: memnode (256 MiB pool, host-reserve 160 MiB) in a 768 MiB cgroup, a 360 MiB hog beside it, prog_gate 96 MiB at 24M local; then a 128 MiB memnode full of a 112 MiB program's pages, a 560 MiB hog: pages moved to a second memnode"
+echo "e2e_memnode_elastic: memnode (256 MiB pool, host-reserve 160 MiB) in a 768 MiB cgroup, a 360 MiB hog beside it, prog_gate 96 MiB at 24M local; then a 128 MiB memnode full of a 112 MiB program's pages, a 560 MiB hog: pages moved to a second memnode; the same with replicas 2, then the other copy's memnode killed"
 
 [ "$(id -u)" -eq 0 ] || { echo "skip: creating a memory cgroup needs root"; exit 77; }
 # A memory cgroup of our own: v2 under our group when it delegates memory,
@@ -124,6 +124,57 @@ if want shrink; then
         n=$(stat shrink pages_migrated)
         [ "$n" -gt 0 ] && echo "ok: shrink: output identical; pages_migrated=$n, pages_migrated_home=$(stat shrink pages_migrated_home)" ||
           fail shrink "pages_migrated=$n: nothing moved"
+      fi
+    }
+  }
+  for v in pid_a pid_b; do [ -n "${!v:-}" ] && { kill -KILL "${!v}"; wait "${!v}"; } 2>/dev/null; done
+fi
+
+# 3. The same with replicas 2: a and b hold a copy of every page, c is added
+# to the config file. a's SHRINK moves the copies in the chosen range to c
+# before their frames go back, so no page has a single copy at any time.
+# Once every SHRINK is answered, b is SIGKILLed: every page still has a copy
+# on a or c, so nothing is lost.
+if want shrink_replicas; then
+  cg_memnode ra 128M && mn_start rb --pool 256M && mn_start rc --pool 256M && {
+    printf 'replicas = 2\nmemnode = 127.0.0.1:%s, 127.0.0.1:%s\n' "$port_ra" "$port_rb" >"$dir/shrink2.conf"
+    start_prog shrink2 16M "--config $dir/shrink2.conf" 112 idle && {
+      printf 'replicas = 2\nmemnode = 127.0.0.1:%s, 127.0.0.1:%s, 127.0.0.1:%s\n' "$port_ra" "$port_rb" "$port_rc" \
+        >"$dir/shrink2.conf.new"
+      mv "$dir/shrink2.conf.new" "$dir/shrink2.conf"
+      a0=$(pool_mib "$port_ra")
+      if ! wait_log "$dir/shrink2.err" "127.0.0.1:$port_rc (nid [0-9]*) connected"; then
+        fail shrink_replicas "memnode c, added to the config file, was not connected to"
+      else
+        hog_start 560
+        if ! wait_log "$dir/ra.log" "asking the clients holding frames"; then
+          fail shrink_replicas "memnode a sent no SHRINK: $(tail -n 3 "$dir/ra.log")"
+        elif ! wait_log "$dir/shrink2.err" "pages moved off frames"; then
+          fail shrink_replicas "the client did not move its pages off: $(grep -E '^comex: (error|warning)' "$dir/shrink2.err" | head -n 3)"
+        elif ! until_pool "$port_ra" -le 64; then
+          fail shrink_replicas "memnode a did not give back blocks that held copies: pool $(pool_mib "$port_ra") MiB"
+        else
+          # every SHRINK a sent is answered: its range's copies moved first
+          shrinks=$(grep -c "asking the clients holding frames" "$dir/ra.log")
+          wait_log "$dir/shrink2.err" "pages moved off frames" "$shrinks"
+          copies=$(sed -n 's/.*, \([0-9]*\) copies of replicated pages moved.*/\1/p' "$dir/shrink2.err" |
+                   awk '{ s += $1 } END { print s + 0 }')
+          if [ "$copies" -le 0 ]; then
+            fail shrink_replicas "no copy was moved off memnode a: $(grep 'moved off frames' "$dir/shrink2.err" | tail -n 2)"
+          else
+            kill -KILL "$pid_rb"; wait "$pid_rb" 2>/dev/null
+            echo "ok: shrink_replicas: memnode a ${a0} -> $(pool_mib "$port_ra") MiB in service, $copies copies moved before their frames went back, then memnode b killed"
+          fi
+        fi
+        hog_stop
+      fi
+      if finished shrink2; then
+        rr=$(stat shrink2 pages_rereplicated); lost=$(stat shrink2 pages_lost)
+        if [ "$lost" -ne 0 ]; then
+          fail shrink_replicas "pages_lost=$lost after memnode b's death"
+        else
+          echo "ok: shrink_replicas: output identical after the shrink and b's death; pages_rereplicated=$rr, pages_lost=0"
+        fi
       fi
     }
   }

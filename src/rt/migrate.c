@@ -32,6 +32,7 @@
 #include "wbuf.h"
 
 #define SLICE 4096          /* page-table entries examined per hold of the pager lock */
+#define SLICE_COPIES 64     /* the same when each may cost a copy's read and write (replicas) */
 #define RUN_MAX 64          /* pages moved with one read and one write */
 #define RANGE_PASSES 8      /* passes over the page table for one SHRINK at most */
 
@@ -228,15 +229,15 @@ static void yield_to_faults(void)
 /* One pass over the used parts of the heap and the mmap area. */
 static uint64_t pass(unsigned d, bool failed)
 {
-	uint64_t found = 0;
+	uint64_t found = 0, slice = P.c.replicas > 1 && !failed ? SLICE_COPIES : SLICE;
 
 	for (int area = 0; area < 2; area++) {
 		uint64_t lo = area ? P.c.heap_pages : 0;
 
-		for (uint64_t i = lo; i < (area ? P.map_hi : P.heap_hi); i += SLICE) {
+		for (uint64_t i = lo; i < (area ? P.map_hi : P.heap_hi); i += slice) {
 			uint64_t hi = area ? P.map_hi : P.heap_hi;
 
-			found += clear_slice(i, i + SLICE < hi ? i + SLICE : hi, d, failed);
+			found += clear_slice(i, i + slice < hi ? i + slice : hi, d, failed);
 			yield_to_faults();
 		}
 	}
@@ -270,7 +271,7 @@ void migrate_off(unsigned d)
 
 void migrate_range(unsigned d, uint32_t pfn, uint32_t count)
 {
-	uint64_t home0 = P.c.stats->pages_migrated_home;
+	uint64_t home0 = P.c.stats->pages_migrated_home, moved0 = P.c.stats->pages_migrated, copies;
 	int err;
 
 	moved = 0;
@@ -288,6 +289,9 @@ void migrate_range(unsigned d, uint32_t pfn, uint32_t count)
 	for (int k = 0; k < RANGE_PASSES && pass(d, false); k++)
 		;
 	pager_unlock();
+	/* pages_migrated counts the runs moved here and the replicas' copies
+	 * moved by replica_unref; only the former are in moved */
+	copies = P.c.stats->pages_migrated - moved0 - (moved - (P.c.stats->pages_migrated_home - home0));
 	err = client_flush(P.c.client);
 	if (err) {
 		errno = -err;
@@ -295,9 +299,9 @@ void migrate_range(unsigned d, uint32_t pfn, uint32_t count)
 			 (unsigned long long)moved, pfn, pfn + count - 1);
 		return;
 	}
-	log_info("memnode %u: %llu pages moved off frames %u-%u (%llu of them home); frames given back", d,
-		 (unsigned long long)moved, pfn, pfn + count - 1,
-		 (unsigned long long)(P.c.stats->pages_migrated_home - home0));
+	log_info("memnode %u: %llu pages moved off frames %u-%u (%llu of them home), %llu copies of "
+		 "replicated pages moved; frames given back", d, (unsigned long long)moved, pfn, pfn + count - 1,
+		 (unsigned long long)(P.c.stats->pages_migrated_home - home0), (unsigned long long)copies);
 }
 
 /* The pages in a write buffer of d never left (or d never confirmed them):

@@ -348,45 +348,6 @@ void replica_forget(unsigned d, bool failed)
 	}
 }
 
-bool replica_unref(uint64_t i, unsigned d, bool failed, uint32_t lo, uint64_t hi)
-{
-	pte_t e = P.pt[i];
-	uint64_t *c, keep[EXTRA_MAX] = { 0 };
-	unsigned n = 0;
-	bool did = false;
-
-	if (!extra || (pte_state(e) != PTE_REMOTE && pte_state(e) != PTE_CLEAN))
-		return false;
-	c = copies(i);
-	for (unsigned k = 0; k < extra; k++) {
-		if (!(c[k] & LOC_VALID))
-			continue;
-		if (loc_node(c[k]) != d || loc_pfn(c[k]) < lo || loc_pfn(c[k]) >= hi) {
-			keep[n++] = c[k];
-			continue;
-		}
-		if (!failed)
-			pager_release_frame(d, loc_pfn(c[k]));
-		did = true;
-	}
-	if (pte_node(e) == d && pte_pfn(e) >= lo && pte_pfn(e) < hi && n) {
-		/* its first copy is there: an extra one takes its place */
-		if (!failed)
-			pager_release_frame(d, pte_pfn(e));
-		P.pt[i] = pte_make(e, pte_state(e), loc_node(keep[0]), loc_pfn(keep[0]));
-		memmove(keep, keep + 1, (EXTRA_MAX - 1) * sizeof(keep[0]));
-		keep[EXTRA_MAX - 1] = 0;
-		if (failed) /* served from another copy from now on */
-			STAT_ADD(P.c.stats, pages_failed_over, 1);
-		did = true;
-	}
-	if (did) {
-		memcpy(c, keep, extra * sizeof(uint64_t));
-		set_degraded();
-	}
-	return did;
-}
-
 /* ---- re-replication ---- */
 
 static bool holds(uint64_t i, unsigned t)
@@ -447,6 +408,85 @@ static bool repair_page(uint64_t i, uint64_t unusable, unsigned *made)
 	STAT_ADD(P.c.stats, bytes_written, PAGE_SIZE);
 	(*made)++;
 	return have + 1 >= P.c.replicas;
+}
+
+/* ---- a leaving memnode's copies ---- */
+
+/* The copy of page i at l (on a leaving memnode d, still alive) is written
+ * to another memnode first, so a drain or a shrink never leaves a page with
+ * fewer copies than it had: a failure during or after the move loses
+ * nothing. False when no other memnode has room or a transfer failed: the
+ * caller drops the copy and re-replication makes it later. */
+static bool move_copy(uint64_t i, unsigned d, uint64_t l, uint64_t *to)
+{
+	unsigned t;
+	uint32_t pfn;
+
+	if (!new_frame(i, 1ull << d, &t, &pfn))
+		return false;
+	if (((client_read(P.c.client, loc_node(l), loc_pfn(l), 1, repair_buf) ||
+	      !pagesum_eq(pagesum_of(repair_buf), P.sum[i])) && !read_copy(i, repair_buf)) ||
+	    client_write(P.c.client, t, pfn, 1, repair_buf)) {
+		pager_release_frame(t, pfn);
+		return false;
+	}
+	STAT_ADD(P.c.stats, pages_migrated, 1);
+	STAT_ADD(P.c.stats, bytes_written, PAGE_SIZE);
+	*to = loc(t, pfn);
+	return true;
+}
+
+static bool in_range(uint64_t l, unsigned d, uint32_t lo, uint64_t hi)
+{
+	return (l & LOC_VALID) && loc_node(l) == d && loc_pfn(l) >= lo && loc_pfn(l) < hi;
+}
+
+bool replica_unref(uint64_t i, unsigned d, bool failed, uint32_t lo, uint64_t hi)
+{
+	pte_t e = P.pt[i];
+	uint64_t *c, keep[EXTRA_MAX] = { 0 }, to;
+	unsigned n = 0;
+	bool did = false, dropped = false;
+
+	if (!extra || (pte_state(e) != PTE_REMOTE && pte_state(e) != PTE_CLEAN))
+		return false;
+	c = copies(i);
+	for (unsigned k = 0; k < extra; k++) {
+		if (!in_range(c[k], d, lo, hi)) {
+			if (c[k] & LOC_VALID)
+				keep[n++] = c[k];
+			continue;
+		}
+		if (!failed && move_copy(i, d, c[k], &to))
+			keep[n++] = to;
+		else
+			dropped = true;
+		if (!failed)
+			pager_release_frame(d, loc_pfn(c[k]));
+		did = true;
+	}
+	if (in_range(loc(pte_node(e), pte_pfn(e)), d, lo, hi)) {
+		if (!failed && move_copy(i, d, loc(d, pte_pfn(e)), &to)) {
+			pager_release_frame(d, pte_pfn(e));
+			P.pt[i] = pte_make(e, pte_state(e), loc_node(to), loc_pfn(to));
+			did = true;
+		} else if (n) {
+			/* an extra copy takes the first one's place */
+			if (!failed)
+				pager_release_frame(d, pte_pfn(e));
+			P.pt[i] = pte_make(e, pte_state(e), loc_node(keep[0]), loc_pfn(keep[0]));
+			memmove(keep, keep + 1, (EXTRA_MAX - 1) * sizeof(keep[0]));
+			keep[EXTRA_MAX - 1] = 0;
+			if (failed) /* served from another copy from now on */
+				STAT_ADD(P.c.stats, pages_failed_over, 1);
+			did = dropped = true;
+		}
+	}
+	if (did)
+		memcpy(c, keep, extra * sizeof(uint64_t));
+	if (dropped)
+		set_degraded();
+	return did;
 }
 
 static void yield_to_faults(void)

@@ -32,8 +32,9 @@ void replica_move(uint64_t from, uint64_t to);
 int replica_failover(unsigned bad, uint64_t first, uint64_t step, uint32_t count, char *dst);
 /* Node d fails (failed) or leaves: nothing in the write buffers refers to it
  * afterwards; replica_unref then undoes page i's references to frames
- * [lo, hi) of d (a copy there is dropped, a first copy there is replaced by
- * an extra one); true if any. */
+ * [lo, hi) of d; true if any. A leaving d's copy is first written to another
+ * memnode with room; else (or when d failed) it is dropped, a first copy
+ * there replaced by an extra one, and re-replication makes it again. */
 void replica_forget(unsigned d, bool failed);
 bool replica_unref(uint64_t i, unsigned d, bool failed, uint32_t lo, uint64_t hi);
 /* Membership thread, every tick: pages with fewer copies than replicas get

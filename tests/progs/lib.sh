@@ -36,7 +36,7 @@ cleanup() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
   sleep 0.5
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-  rm -rf "$dir"
+  if [ -n "${COMEX_TEST_KEEP:-}" ]; then echo "kept: $dir"; else rm -rf "$dir"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

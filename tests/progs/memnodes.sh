@@ -65,7 +65,8 @@ stat() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.arg
 wait_log() {
   local n=${3:-1}
   for _ in $(seq 1 $((hang_guard * 10))); do
-    [ "$(grep -c -- "$2" "$1" 2>/dev/null)" -ge "$n" ] && return 0
+    local c; c=$(grep -c -- "$2" "$1" 2>/dev/null) # nothing while FILE does not exist yet
+    [ "${c:-0}" -ge "$n" ] && return 0
     sleep 0.1
   done
   return 1
