@@ -92,91 +92,87 @@ fi
 if finished elastic; then echo "ok: elastic: the program's output equals the native run"; fi
 kill -TERM "$mn" 2>/dev/null; wait "$mn" 2>/dev/null
 
-# 2. Pages moved off: memnode a (128 MiB pool, in the cgroup) holds a 112 MiB
-# program's pages with little free room; memnode b (outside) is added to the
-# program's config file. A 560 MiB hog leaves the host ~80 MiB short of the
-# reserve, more than a's free blocks: a sends SHRINK, the client moves the
-# pages of the chosen frames to b, and a gives those blocks back.
+# shrink_case CASE A NEW CONF0 CONF1 ON_SHRUNK: prog CASE (112 MiB, 16M
+# local) starts with config CONF0 (memnode lines over memnode A, in the
+# cgroup), gets CONF1 (NEW added) once running; a 560 MiB hog leaves the
+# host ~80 MiB short of the reserve, more than A's free blocks: A sends
+# SHRINK, the client moves its pages off the chosen frames, A's pool falls to
+# <= 64 MiB, then ON_SHRUNK runs with the hog still there. False when the
+# program did not start (no finished to call).
+shrink_case() {
+  local c=$1 a=$2 new=$3 pa pn
+  pa=port_$a; pn=port_$new
+  printf '%s\n' "$4" >"$dir/$c.conf"
+  start_prog "$c" 16M "--config $dir/$c.conf" 112 idle || return 1
+  printf '%s\n' "$5" >"$dir/$c.conf.new"
+  mv "$dir/$c.conf.new" "$dir/$c.conf"
+  a0=$(pool_mib "${!pa}")
+  if ! wait_log "$dir/$c.err" "127.0.0.1:${!pn} (nid [0-9]*) connected"; then
+    fail "$c" "memnode $new, added to the config file, was not connected to"
+    return 0
+  fi
+  hog_start 560
+  if ! wait_log "$dir/$a.log" "asking the clients holding frames"; then
+    fail "$c" "memnode $a sent no SHRINK: $(tail -n 3 "$dir/$a.log")"
+  elif ! wait_log "$dir/$c.err" "pages moved off frames"; then
+    fail "$c" "the client did not move its pages off: $(grep -E '^comex: (error|warning)' "$dir/$c.err" | head -n 3)"
+  elif ! until_pool "${!pa}" -le 64; then
+    fail "$c" "memnode $a did not give back blocks that held pages: pool $(pool_mib "${!pa}") MiB; $(tail -n 3 "$dir/$a.log")"
+  else
+    "$6"
+  fi
+  hog_stop
+}
+
+# 2. Pages moved off: memnode a (128 MiB pool, in the cgroup) holds the
+# program's pages with little free room; memnode b (outside) is added.
+shrunk() {
+  echo "ok: shrink: memnode a ${a0} -> $(pool_mib "$port_a") MiB in service; client: $(grep -m1 -o '[0-9]* pages moved off frames [0-9-]*' "$dir/shrink.err")"
+}
 if want shrink; then
-  cg_memnode a 128M && mn_start b --pool 256M && {
-    printf 'memnode = 127.0.0.1:%s\n' "$port_a" >"$dir/shrink.conf"
-    start_prog shrink 16M "--config $dir/shrink.conf" 112 idle && {
-      printf 'memnode = 127.0.0.1:%s, 127.0.0.1:%s\n' "$port_a" "$port_b" >"$dir/shrink.conf.new"
-      mv "$dir/shrink.conf.new" "$dir/shrink.conf"
-      a0=$(pool_mib "$port_a")
-      if ! wait_log "$dir/shrink.err" "127.0.0.1:$port_b (nid [0-9]*) connected"; then
-        fail shrink "memnode b, added to the config file, was not connected to"
-      else
-        hog_start 560
-        if ! wait_log "$dir/a.log" "asking the clients holding frames"; then
-          fail shrink "memnode a sent no SHRINK: $(tail -n 3 "$dir/a.log")"
-        elif ! wait_log "$dir/shrink.err" "pages moved off frames"; then
-          fail shrink "the client did not move its pages off: $(grep -E '^comex: (error|warning)' "$dir/shrink.err" | head -n 3)"
-        elif ! until_pool "$port_a" -le 64; then
-          fail shrink "memnode a did not give back blocks that held pages: pool $(pool_mib "$port_a") MiB; $(tail -n 3 "$dir/a.log")"
-        else
-          echo "ok: shrink: memnode a ${a0} -> $(pool_mib "$port_a") MiB in service; client: $(grep -m1 -o '[0-9]* pages moved off frames [0-9-]*' "$dir/shrink.err")"
-        fi
-        hog_stop
-        until_pool "$port_a" -eq 128 || fail shrink "memnode a did not grow back after the hog: $(pool_mib "$port_a") MiB"
-      fi
+  cg_memnode a 128M && mn_start b --pool 256M &&
+    shrink_case shrink a b "memnode = 127.0.0.1:$port_a" "memnode = 127.0.0.1:$port_a, 127.0.0.1:$port_b" shrunk && {
+      until_pool "$port_a" -eq 128 || fail shrink "memnode a did not grow back after the hog: $(pool_mib "$port_a") MiB"
       if finished shrink; then
         n=$(stat shrink pages_migrated)
         [ "$n" -gt 0 ] && echo "ok: shrink: output identical; pages_migrated=$n, pages_migrated_home=$(stat shrink pages_migrated_home)" ||
           fail shrink "pages_migrated=$n: nothing moved"
       fi
     }
-  }
   for v in pid_a pid_b; do [ -n "${!v:-}" ] && { kill -KILL "${!v}"; wait "${!v}"; } 2>/dev/null; done
 fi
 
-# 3. The same with replicas 2: a and b hold a copy of every page, c is added
-# to the config file. a's SHRINK moves the copies in the chosen range to c
-# before their frames go back, so no page has a single copy at any time.
-# Once every SHRINK is answered, b is SIGKILLed: every page still has a copy
-# on a or c, so nothing is lost.
+# 3. The same with replicas 2: ra and rb hold a copy of every page, rc is
+# added. ra's SHRINK moves the copies in the chosen range to rc before their
+# frames go back, so no page has a single copy at any time. Once every
+# SHRINK is answered, rb is SIGKILLed: every page still has a copy on ra or
+# rc, so nothing is lost.
+shrunk_replicas() {
+  local shrinks copies
+  # every SHRINK ra sent is answered: its range's copies moved first
+  shrinks=$(grep -c "asking the clients holding frames" "$dir/ra.log")
+  wait_log "$dir/shrink_replicas.err" "pages moved off frames" "$shrinks"
+  copies=$(sed -n 's/.*, \([0-9]*\) copies of replicated pages moved.*/\1/p' "$dir/shrink_replicas.err" |
+           awk '{ s += $1 } END { print s + 0 }')
+  if [ "$copies" -le 0 ]; then
+    fail shrink_replicas "no copy was moved off memnode ra: $(grep 'moved off frames' "$dir/shrink_replicas.err" | tail -n 2)"
+    return
+  fi
+  kill -KILL "$pid_rb"; wait "$pid_rb" 2>/dev/null
+  echo "ok: shrink_replicas: memnode ra ${a0} -> $(pool_mib "$port_ra") MiB in service, $copies copies moved before their frames went back, then memnode rb killed"
+}
 if want shrink_replicas; then
-  cg_memnode ra 128M && mn_start rb --pool 256M && mn_start rc --pool 256M && {
-    printf 'replicas = 2\nmemnode = 127.0.0.1:%s, 127.0.0.1:%s\n' "$port_ra" "$port_rb" >"$dir/shrink2.conf"
-    start_prog shrink2 16M "--config $dir/shrink2.conf" 112 idle && {
-      printf 'replicas = 2\nmemnode = 127.0.0.1:%s, 127.0.0.1:%s, 127.0.0.1:%s\n' "$port_ra" "$port_rb" "$port_rc" \
-        >"$dir/shrink2.conf.new"
-      mv "$dir/shrink2.conf.new" "$dir/shrink2.conf"
-      a0=$(pool_mib "$port_ra")
-      if ! wait_log "$dir/shrink2.err" "127.0.0.1:$port_rc (nid [0-9]*) connected"; then
-        fail shrink_replicas "memnode c, added to the config file, was not connected to"
+  cg_memnode ra 128M && mn_start rb --pool 256M && mn_start rc --pool 256M &&
+    shrink_case shrink_replicas ra rc "replicas = 2
+memnode = 127.0.0.1:$port_ra, 127.0.0.1:$port_rb" "replicas = 2
+memnode = 127.0.0.1:$port_ra, 127.0.0.1:$port_rb, 127.0.0.1:$port_rc" shrunk_replicas &&
+    finished shrink_replicas && {
+      rr=$(stat shrink_replicas pages_rereplicated); lost=$(stat shrink_replicas pages_lost)
+      if [ "$lost" -ne 0 ]; then
+        fail shrink_replicas "pages_lost=$lost after memnode rb's death"
       else
-        hog_start 560
-        if ! wait_log "$dir/ra.log" "asking the clients holding frames"; then
-          fail shrink_replicas "memnode a sent no SHRINK: $(tail -n 3 "$dir/ra.log")"
-        elif ! wait_log "$dir/shrink2.err" "pages moved off frames"; then
-          fail shrink_replicas "the client did not move its pages off: $(grep -E '^comex: (error|warning)' "$dir/shrink2.err" | head -n 3)"
-        elif ! until_pool "$port_ra" -le 64; then
-          fail shrink_replicas "memnode a did not give back blocks that held copies: pool $(pool_mib "$port_ra") MiB"
-        else
-          # every SHRINK a sent is answered: its range's copies moved first
-          shrinks=$(grep -c "asking the clients holding frames" "$dir/ra.log")
-          wait_log "$dir/shrink2.err" "pages moved off frames" "$shrinks"
-          copies=$(sed -n 's/.*, \([0-9]*\) copies of replicated pages moved.*/\1/p' "$dir/shrink2.err" |
-                   awk '{ s += $1 } END { print s + 0 }')
-          if [ "$copies" -le 0 ]; then
-            fail shrink_replicas "no copy was moved off memnode a: $(grep 'moved off frames' "$dir/shrink2.err" | tail -n 2)"
-          else
-            kill -KILL "$pid_rb"; wait "$pid_rb" 2>/dev/null
-            echo "ok: shrink_replicas: memnode a ${a0} -> $(pool_mib "$port_ra") MiB in service, $copies copies moved before their frames went back, then memnode b killed"
-          fi
-        fi
-        hog_stop
-      fi
-      if finished shrink2; then
-        rr=$(stat shrink2 pages_rereplicated); lost=$(stat shrink2 pages_lost)
-        if [ "$lost" -ne 0 ]; then
-          fail shrink_replicas "pages_lost=$lost after memnode b's death"
-        else
-          echo "ok: shrink_replicas: output identical after the shrink and b's death; pages_rereplicated=$rr, pages_lost=0"
-        fi
+        echo "ok: shrink_replicas: output identical after the shrink and rb's death; pages_rereplicated=$rr, pages_lost=0"
       fi
     }
-  }
 fi
 finish
