@@ -85,6 +85,19 @@ compare signals   32M budget -- "$progs/prog_signals" 128
 UCX_LOG_LEVEL=info compare ucxlog 32M -- "$progs/prog_readsys" 128
 # writer threads race the reclaimer: a write during an eviction is never lost
 compare wprace    16M budget -- "$progs/prog_wprace" 64 3 6
+# writes that put back what was there leave a page clean by content: it is
+# dropped at eviction without a rewrite (pages_written_unchanged, P36), and
+# the pages really changed among them are not lost
+compare restore   16M budget -- "$progs/prog_restore" 64 4
+if want restore && [ -s "$dir/restore.json" ]; then
+  python3 - "$dir/restore.json" <<'PY' || fail restore-stats "no page written back unchanged was dropped without a rewrite"
+import json, sys
+s = json.load(open(sys.argv[1]))
+print("restore: pages_written_unchanged=%d pages_written_clean=%d" % (s["pages_written_unchanged"], s["pages_written_clean"]))
+# pages_written_clean is 0 without wp-async (writes to clean pages fault then)
+sys.exit(0 if s["pages_written_unchanged"] > 0 or s["pages_written_clean"] == 0 else 1)
+PY
+fi
 # the handler reads remote pages without the pager lock: chunks discarded or
 # remapped meanwhile by another thread must never be mapped from a stale copy
 compare discardrace 16M budget -- "$progs/prog_discardrace" 96 2 3000

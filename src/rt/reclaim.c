@@ -267,11 +267,11 @@ static bool breaks_run(uint64_t idx, bool alone)
 	return alone && (e & PTE_KEEP) && wbuf_must_flush_before(P.wb[pte_node(e)], pte_pfn(e));
 }
 
-/* A dirty victim whose content is at src: into a write buffer (its hash
- * kept for the page's return), or untouched again when all-zero. False when
- * every memnode is full: the caller keeps the page resident. alone:
- * no other victim beside it (isolated). */
-static bool evict_dirty(uint64_t idx, const char *src, bool alone)
+/* A dirty victim whose content is at src and hashes to sum: into a write
+ * buffer (the hash kept for the page's return), or untouched again when
+ * all-zero. False when every memnode is full: the caller keeps the page
+ * resident. alone: no other victim beside it (isolated). */
+static bool evict_dirty(uint64_t idx, const char *src, pagesum_t sum, bool alone)
 {
 	unsigned node;
 	uint32_t pfn;
@@ -303,7 +303,7 @@ static bool evict_dirty(uint64_t idx, const char *src, bool alone)
 		flush(node);
 	memcpy(wbuf_add(P.wb[node], idx, pfn), src, PAGE_SIZE);
 	replica_place(node, P.wb[node]);
-	P.sum[idx] = pagesum_of(src);
+	P.sum[idx] = sum;
 	P.pt[idx] = pte_make(P.pt[idx], PTE_WBUF, node, pfn);
 	if (wbuf_ready(P.wb[node]))
 		flush(node);
@@ -376,9 +376,13 @@ static uint32_t evict_sync(const uint64_t *v, uint32_t n)
 			P.pt[v[i]] = pte_set_state(e, PTE_REMOTE);
 			STAT_ADD(P.c.stats, pages_dropped_clean, 1);
 			gone++;
-		} else if (evict_dirty(v[i], P.scratch + ((size_t)k++ << PAGE_SHIFT), isolated(v, n, i))) {
-			gone++;
 		} else {
+			const char *src = P.scratch + ((size_t)k++ << PAGE_SHIFT);
+
+			if (evict_dirty(v[i], src, pagesum_of(src), isolated(v, n, i))) {
+				gone++;
+				continue;
+			}
 			uffd_wp(P.c.uffd, page_addr(v[i]), PAGE_SIZE, 0);
 			keep_resident(v[i]);
 		}
@@ -522,15 +526,23 @@ static int park_run(uint64_t first, uint32_t len)
 }
 
 /* A parked victim: still equal to its remote copy (clean: dropped), or
- * dirty (written back). */
+ * dirty (written back). Equal by content, whatever the written bit says: a
+ * write that put back what was there (a count up and down again, GNU sort
+ * putting a newline in place of a line's NUL to write it out and back)
+ * leaves the remote copy valid, and a rewrite would cost a frame and a
+ * transfer for nothing. The hash is 128 bits (pagesum.h); only the program
+ * could craft a collision, and only against its own memory. */
 static bool evict_parked(uint64_t idx, uint8_t st, const char *src, bool alone)
 {
 	pte_t e = P.pt[idx];
+	pagesum_t sum = pagesum_of(src);
 
 	if (pte_state(e) == PTE_CLEAN) {
-		if (!(st & WRITTEN) && pagesum_eq(pagesum_of(src), P.sum[idx])) {
+		if (pagesum_eq(sum, P.sum[idx])) {
 			P.pt[idx] = pte_set_state(e, PTE_REMOTE);
 			STAT_ADD(P.c.stats, pages_dropped_clean, 1);
+			if (st & WRITTEN)
+				STAT_ADD(P.c.stats, pages_written_unchanged, 1);
 			return true;
 		}
 		replica_drop(idx);
@@ -542,7 +554,7 @@ static bool evict_parked(uint64_t idx, uint8_t st, const char *src, bool alone)
 		}
 		STAT_ADD(P.c.stats, pages_written_clean, 1);
 	}
-	return evict_dirty(idx, src, alone);
+	return evict_dirty(idx, src, sum, alone);
 }
 
 /* Puts a parked page back (every memnode full): it was the program's, it
