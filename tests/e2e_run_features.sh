@@ -87,17 +87,23 @@ UCX_LOG_LEVEL=info compare ucxlog 32M -- "$progs/prog_readsys" 128
 compare wprace    16M budget -- "$progs/prog_wprace" 64 3 6
 # writes that put back what was there leave a page clean by content: it is
 # dropped at eviction without a rewrite (pages_written_unchanged, P36), and
-# the pages really changed among them are not lost
+# the pages really changed among them are not lost; unchanged pages between
+# changed ones in the write buffer's run of frames are rewritten (write-fill,
+# P37), so the same with write-fill off too
 compare restore   16M budget -- "$progs/prog_restore" 64 4
-if want restore && [ -s "$dir/restore.json" ]; then
-  python3 - "$dir/restore.json" <<'PY' || fail restore-stats "no page written back unchanged was dropped without a rewrite"
+compare restore-nofill 16M budget --write-fill false -- "$progs/prog_restore" 64 4
+for c in restore restore-nofill; do
+  want "$c" && [ -s "$dir/$c.json" ] || continue
+  python3 - "$dir/$c.json" "$c" <<'PY' || fail "$c-stats" "no page written back unchanged was dropped without a rewrite, or write-fill did not act as set"
 import json, sys
-s = json.load(open(sys.argv[1]))
-print("restore: pages_written_unchanged=%d pages_written_clean=%d" % (s["pages_written_unchanged"], s["pages_written_clean"]))
+s, c = json.load(open(sys.argv[1])), sys.argv[2]
+print("%s: pages_written_unchanged=%d pages_written_fill=%d pages_written_clean=%d" % (c, s["pages_written_unchanged"], s["pages_written_fill"], s["pages_written_clean"]))
 # pages_written_clean is 0 without wp-async (writes to clean pages fault then)
-sys.exit(0 if s["pages_written_unchanged"] > 0 or s["pages_written_clean"] == 0 else 1)
+if s["pages_written_clean"] == 0:
+    sys.exit(0)
+sys.exit(0 if s["pages_written_unchanged"] > 0 and (s["pages_written_fill"] > 0) == (c == "restore") else 1)
 PY
-fi
+done
 # the handler reads remote pages without the pager lock: chunks discarded or
 # remapped meanwhile by another thread must never be mapped from a stale copy
 compare discardrace 16M budget -- "$progs/prog_discardrace" 96 2 3000

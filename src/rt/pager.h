@@ -23,6 +23,7 @@ struct pager_config {
 	uint32_t prefetch, rbuf_pages, wbuf_pages, flush_run, evict_batch, zero_window;
 	bool clock, prefetch_map, adaptive, keep_frames;
 	bool write_behind;        /* two write buffers per node, one written while the other fills */
+	bool write_fill;          /* unchanged victims continuing a buffer's run are rewritten (P37) */
 	bool async;               /* descriptor has WP_ASYNC and MOVE: writes to clean pages never fault */
 	bool reclaimer;           /* evict on the reclaimer thread between watermarks */
 	bool lazy_fork;           /* uffd has UFFD_EVENT_FORK: children served from a snapshot */

@@ -191,6 +191,7 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 		.prefetch_map = opt_num(&opts, OPT_PREFETCH_MAP),
 		.adaptive = !strcmp(prefetch, "adaptive"),
 		.keep_frames = opt_num(&opts, OPT_KEEP_FRAMES),
+		.write_fill = opt_num(&opts, OPT_WRITE_FILL),
 		.write_behind = opt_num(&opts, OPT_WRITE_BEHIND),
 		.reclaimer = opt_num(&opts, OPT_RECLAIMER),
 		.lazy_fork = opt_num(&opts, OPT_LAZY_FORK),

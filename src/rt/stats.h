@@ -16,7 +16,7 @@
 	X(faults_zero) X(pages_zero_populated) X(faults_wbuf_hit) X(faults_rbuf_hit) X(faults_remote) \
 	X(faults_wp) X(faults_spurious) X(pages_prefetch_mapped) X(prefetch_hits) X(prefetch_wasted) \
 	X(pages_evicted) X(pages_written) X(pages_dropped_clean) X(pages_dropped_zero) \
-	X(pages_written_clean) X(pages_written_unchanged) X(frames_renewed) X(pages_unmovable) X(pages_unshared) X(pages_moved_uncounted) X(pages_corrupt) X(direct_reclaims) \
+	X(pages_written_clean) X(pages_written_unchanged) X(pages_written_fill) X(frames_renewed) X(pages_unmovable) X(pages_unshared) X(pages_moved_uncounted) X(pages_corrupt) X(direct_reclaims) \
 	X(pages_discarded) X(frames_released) X(remote_reads) X(remote_writes) \
 	X(bytes_read) X(bytes_written) \
 	X(ns_zero) X(ns_wbuf_hit) X(ns_rbuf_hit) X(ns_remote) X(ns_read) X(ns_evict) \
