@@ -92,6 +92,15 @@ compare wprace    16M budget -- "$progs/prog_wprace" 64 3 6
 # P37), so the same with write-fill off too
 compare restore   16M budget -- "$progs/prog_restore" 64 4
 compare restore-nofill 16M budget --write-fill false -- "$progs/prog_restore" 64 4
+# without wp-async a write to a clean page faults and the page keeps its
+# frame (dirty): unchanged at eviction, it is dropped all the same
+compare restore-sync 16M budget --wp-async false -- "$progs/prog_restore" 64 4
+if want restore-sync && [ -s "$dir/restore-sync.json" ]; then
+  n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pages_written_unchanged"])' "$dir/restore-sync.json")
+  echo "restore-sync: pages_written_unchanged=$n"
+  [ "$n" -gt 0 ] ||
+    fail restore-sync-stats "no dirty page written back unchanged was dropped without a rewrite"
+fi
 for c in restore restore-nofill; do
   want "$c" && [ -s "$dir/$c.json" ] || continue
   python3 - "$dir/$c.json" "$c" <<'PY' || fail "$c-stats" "no page written back unchanged was dropped without a rewrite, or write-fill did not act as set"

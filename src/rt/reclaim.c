@@ -310,6 +310,23 @@ static bool evict_dirty(uint64_t idx, const char *src, pagesum_t sum, bool alone
 	return true;
 }
 
+/* A dirty victim that still owns its frame (keep-frames) and hashes as the
+ * frame's content: written back to what it was (a write fault on a page
+ * that came back, then the value restored), so it is clean after all and
+ * its frame is its copy again (P36). Not with replicas or a backup file:
+ * its extra copies and its backup were dropped when it was written. */
+static bool unchanged_keep(uint64_t idx, pagesum_t sum)
+{
+	pte_t e = P.pt[idx];
+
+	if (!(e & PTE_KEEP) || P.c.replicas > 1 || backup_on() || !pagesum_eq(sum, P.sum[idx]))
+		return false;
+	P.pt[idx] = pte_set_state(e & ~PTE_KEEP, PTE_REMOTE);
+	STAT_ADD(P.c.stats, pages_dropped_clean, 1);
+	STAT_ADD(P.c.stats, pages_written_unchanged, 1);
+	return true;
+}
+
 /* A victim that stays (write buffers full, or the kernel would not move it):
  * back into the ring with its generation, still resident. */
 static void keep_resident(uint64_t idx)
@@ -378,8 +395,9 @@ static uint32_t evict_sync(const uint64_t *v, uint32_t n)
 			gone++;
 		} else {
 			const char *src = P.scratch + ((size_t)k++ << PAGE_SHIFT);
+			pagesum_t sum = pagesum_of(src);
 
-			if (evict_dirty(v[i], src, pagesum_of(src), isolated(v, n, i))) {
+			if (unchanged_keep(v[i], sum) || evict_dirty(v[i], src, sum, isolated(v, n, i))) {
 				gone++;
 				continue;
 			}
@@ -575,6 +593,8 @@ static bool evict_parked(uint64_t idx, uint8_t st, const char *src, bool alone)
 			pager_release_frame(pte_node(e), pte_pfn(e));
 			P.pt[idx] = pte_set_state(e, PTE_DIRTY);
 		}
+	} else if (unchanged_keep(idx, sum)) {
+		return true;
 	}
 	return evict_dirty(idx, src, sum, alone);
 }
