@@ -310,20 +310,27 @@ static bool evict_dirty(uint64_t idx, const char *src, pagesum_t sum, bool alone
 	return true;
 }
 
+/* A victim equal to its remote copy leaves without a rewrite: the frame it
+ * holds is its copy again. written: it was written since it came back, and
+ * put back to what it was (P36). */
+static void drop_clean(uint64_t idx, bool written)
+{
+	P.pt[idx] = pte_set_state(P.pt[idx] & ~PTE_KEEP, PTE_REMOTE);
+	STAT_ADD(P.c.stats, pages_dropped_clean, 1);
+	if (written)
+		STAT_ADD(P.c.stats, pages_written_unchanged, 1);
+}
+
 /* A dirty victim that still owns its frame (keep-frames) and hashes as the
  * frame's content: written back to what it was (a write fault on a page
- * that came back, then the value restored), so it is clean after all and
- * its frame is its copy again (P36). Not with replicas or a backup file:
- * its extra copies and its backup were dropped when it was written. */
+ * that came back, then the value restored), so it is clean after all (P36).
+ * Not with replicas or a backup file: its extra copies and its backup were
+ * dropped when it was written. */
 static bool unchanged_keep(uint64_t idx, pagesum_t sum)
 {
-	pte_t e = P.pt[idx];
-
-	if (!(e & PTE_KEEP) || P.c.replicas > 1 || backup_on() || !pagesum_eq(sum, P.sum[idx]))
+	if (!(P.pt[idx] & PTE_KEEP) || P.c.replicas > 1 || backup_on() || !pagesum_eq(sum, P.sum[idx]))
 		return false;
-	P.pt[idx] = pte_set_state(e & ~PTE_KEEP, PTE_REMOTE);
-	STAT_ADD(P.c.stats, pages_dropped_clean, 1);
-	STAT_ADD(P.c.stats, pages_written_unchanged, 1);
+	drop_clean(idx, true);
 	return true;
 }
 
@@ -390,8 +397,7 @@ static uint32_t evict_sync(const uint64_t *v, uint32_t n)
 		pte_t e = P.pt[v[i]];
 
 		if (pte_state(e) == PTE_CLEAN) {
-			P.pt[v[i]] = pte_set_state(e, PTE_REMOTE);
-			STAT_ADD(P.c.stats, pages_dropped_clean, 1);
+			drop_clean(v[i], false);
 			gone++;
 		} else {
 			const char *src = P.scratch + ((size_t)k++ << PAGE_SHIFT);
@@ -576,10 +582,7 @@ static bool evict_parked(uint64_t idx, uint8_t st, const char *src, bool alone)
 		bool same = pagesum_eq(sum, P.sum[idx]);
 
 		if (same && !fills_gap(e)) {
-			P.pt[idx] = pte_set_state(e, PTE_REMOTE);
-			STAT_ADD(P.c.stats, pages_dropped_clean, 1);
-			if (st & WRITTEN)
-				STAT_ADD(P.c.stats, pages_written_unchanged, 1);
+			drop_clean(idx, st & WRITTEN);
 			return true;
 		}
 		if (same)
