@@ -134,8 +134,8 @@ if want shrink; then
     shrink_case shrink a b "memnode = 127.0.0.1:$port_a" "memnode = 127.0.0.1:$port_a, 127.0.0.1:$port_b" shrunk && {
       until_pool "$port_a" -eq 128 || fail shrink "memnode a did not grow back after the hog: $(pool_mib "$port_a") MiB"
       if finished shrink; then
-        n=$(stat shrink pages_migrated)
-        [ "$n" -gt 0 ] && echo "ok: shrink: output identical; pages_migrated=$n, pages_migrated_home=$(stat shrink pages_migrated_home)" ||
+        n=$(stats_get shrink pages_migrated)
+        [ "$n" -gt 0 ] && echo "ok: shrink: output identical; pages_migrated=$n, pages_migrated_home=$(stats_get shrink pages_migrated_home)" ||
           fail shrink "pages_migrated=$n: nothing moved"
       fi
     }
@@ -167,7 +167,7 @@ if want shrink_replicas; then
 memnode = 127.0.0.1:$port_ra, 127.0.0.1:$port_rb" "replicas = 2
 memnode = 127.0.0.1:$port_ra, 127.0.0.1:$port_rb, 127.0.0.1:$port_rc" shrunk_replicas &&
     finished shrink_replicas && {
-      rr=$(stat shrink_replicas pages_rereplicated); lost=$(stat shrink_replicas pages_lost)
+      rr=$(stats_get shrink_replicas pages_rereplicated); lost=$(stats_get shrink_replicas pages_lost)
       if [ "$lost" -ne 0 ]; then
         fail shrink_replicas "pages_lost=$lost after memnode rb's death"
       else

@@ -22,7 +22,7 @@ PY
       victim_pid=pid_$full
       kill -TERM "${!victim_pid}"
       if drained "$full" "${!victim_pid}" && finished sigterm; then
-        n=$(moved "$full"); mig=$(stat sigterm pages_migrated); dr=$(stat sigterm memnodes_drained)
+        n=$(moved "$full"); mig=$(stats_get sigterm pages_migrated); dr=$(stats_get sigterm memnodes_drained)
         if [ "$n" -le 0 ] || [ "$mig" -le 0 ] || [ "$dr" -ne 1 ]; then
           fail sigterm "memnode $full: DONE reported $n pages moved, pages_migrated=$mig, memnodes_drained=$dr"
         else
@@ -49,7 +49,7 @@ if want drain; then
       drained "$m" "${!q}" || { ok=0; break; }
     done
     if [ $ok = 1 ] && finished drain; then
-      home=$(stat drain pages_migrated_home); dr=$(stat drain memnodes_drained)
+      home=$(stats_get drain pages_migrated_home); dr=$(stats_get drain memnodes_drained)
       if [ "$home" -le 0 ] || [ "$dr" -ne 2 ]; then
         fail drain "pages_migrated_home=$home memnodes_drained=$dr"
       else

@@ -96,7 +96,7 @@ compare restore-nofill 16M budget --write-fill false -- "$progs/prog_restore" 64
 # frame (dirty): unchanged at eviction, it is dropped all the same
 compare restore-sync 16M budget --wp-async false -- "$progs/prog_restore" 64 4
 if want restore-sync && [ -s "$dir/restore-sync.json" ]; then
-  n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pages_written_unchanged"])' "$dir/restore-sync.json")
+  n=$(stats_get restore-sync pages_written_unchanged)
   echo "restore-sync: pages_written_unchanged=$n"
   [ "$n" -gt 0 ] ||
     fail restore-sync-stats "no dirty page written back unchanged was dropped without a rewrite"

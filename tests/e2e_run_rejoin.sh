@@ -22,8 +22,8 @@ if want restart; then
       mn_start b3 --listen "127.0.0.1:$port_b" &&
       { wait_log "$err" "127.0.0.1:$port_b (nid [0-9]*) connected" 2 || fail restart "no reconnection after SIGKILL"; } &&
       finished restart && {
-        n=$(moved b); home=$(stat restart pages_migrated_home); rj=$(stat restart memnodes_rejoined)
-        lost=$(stat restart pages_lost)
+        n=$(moved b); home=$(stats_get restart pages_migrated_home); rj=$(stats_get restart memnodes_rejoined)
+        lost=$(stats_get restart pages_lost)
         if [ "$n" -le 0 ] || [ "$home" -ne 0 ] || [ "$rj" -ne 3 ] || [ "$lost" -ne 0 ]; then
           fail restart "b's DONE moved $n pages, pages_migrated_home=$home (0 expected: a was back), memnodes_rejoined=$rj (3), pages_lost=$lost"
         else
@@ -49,7 +49,7 @@ if want added; then
       elif ! "$bin" drain --token-file "$dir/token" "127.0.0.1:$port_c" >/dev/null; then
         fail added "comex drain failed"
       elif drained c "$pid_c" && finished added; then
-        n=$(moved c); home=$(stat added pages_migrated_home)
+        n=$(moved c); home=$(stats_get added pages_migrated_home)
         if [ "$n" -le 0 ] || [ "$home" -ne 0 ]; then
           fail added "c's DONE moved $n pages, pages_migrated_home=$home (0 expected: d had room)"
         else
@@ -77,7 +77,7 @@ if want down; then
     elif ! "$bin" drain --token-file "$dir/token" "127.0.0.1:$port_g" >/dev/null; then
       fail down "comex drain failed"
     elif drained g "$pid_g" && finished down; then
-      n=$(moved g); home=$(stat down pages_migrated_home); lost=$(stat down pages_lost)
+      n=$(moved g); home=$(stats_get down pages_migrated_home); lost=$(stats_get down pages_lost)
       if [ "$n" -le 0 ] || [ "$home" -ne 0 ] || [ "$lost" -ne 0 ]; then
         fail down "g's DONE moved $n pages, pages_migrated_home=$home (0 expected: h had room), pages_lost=$lost"
       else

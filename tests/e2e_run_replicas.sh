@@ -88,7 +88,7 @@ for sig in KILL STOP; do
     pref=$(counter "$prog" preferred_node)
     kill -"$sig" "$(node_pid "$pref")"
     if ended_identical "$name"; then
-      fo=$(stat "$name" pages_failed_over); lost=$(stat "$name" pages_lost)
+      fo=$(stats_get "$name" pages_failed_over); lost=$(stats_get "$name" pages_lost)
       if [ "$fo" -le 0 ] || [ "$lost" -ne 0 ]; then
         fail "$name" "pages_failed_over=$fo (> 0 expected) pages_lost=$lost"
       else
@@ -119,7 +119,7 @@ if want rereplicate; then
     kill -0 "$run_pid" 2>/dev/null || echo "note: rereplicate: the program ended before the copies were made again"
     kill -KILL "$(node_pid $(((pref + 1) % 3)))"
     if ended_identical rereplicate; then
-      rr=$(stat rereplicate pages_rereplicated); lost=$(stat rereplicate pages_lost)
+      rr=$(stats_get rereplicate pages_rereplicated); lost=$(stats_get rereplicate pages_lost)
       if [ "$rr" -le 0 ] || [ "$lost" -ne 0 ]; then
         fail rereplicate "pages_rereplicated=$rr (> 0 expected) pages_lost=$lost"
       else
@@ -139,13 +139,13 @@ if want drain; then
     "$bin" drain --token-file "$dir/token" "127.0.0.1:${!pp}" >"$dir/drain.out" 2>&1 ||
       fail drain "comex drain: $(cat "$dir/drain.out")"
     if drained "$pn" "$(node_pid "$pref")" && ended_identical drain; then
-      dr=$(stat drain memnodes_drained); lost=$(stat drain pages_lost)
+      dr=$(stats_get drain memnodes_drained); lost=$(stats_get drain pages_lost)
       held=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["memnodes"][int(sys.argv[2])]["frames_held"])' \
         "$dir/drain.json" "$pref")
       if [ "$dr" -ne 1 ] || [ "$lost" -ne 0 ] || [ "$held" -ne 0 ]; then
         fail drain "memnodes_drained=$dr pages_lost=$lost frames still held on the drained memnode=$held"
       else
-        echo "ok: drain: memnode $pref drained mid-run with replicas 2 ($(stat drain pages_rereplicated) copies re-made), output identical"
+        echo "ok: drain: memnode $pref drained mid-run with replicas 2 ($(stats_get drain pages_rereplicated) copies re-made), output identical"
       fi
     fi
   }
@@ -161,7 +161,7 @@ if want backup; then
   start_job backup "127.0.0.1:$port_a" --backup-dir "$dir/backup" && written_at_least backup "$after" && {
     kill -KILL "$pid_a"
     if ended_identical backup; then
-      br=$(stat backup pages_backup_read); bw=$(stat backup pages_backup_written)
+      br=$(stats_get backup pages_backup_read); bw=$(stats_get backup pages_backup_written)
       if [ "$br" -le 0 ]; then
         fail backup "pages_backup_read=$br (> 0 expected), pages_backup_written=$bw"
       elif [ -n "$(ls -A "$dir/backup")" ]; then

@@ -96,6 +96,9 @@ print("faults_remote=%d faults_rbuf_hit=%d pages_evicted=%d resident_peak=%dK lo
 PY
 }
 
+# stats_get NAME KEY: a counter from the program's --stats-json ($dir/NAME.json)
+stats_get() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$dir/$1.json" "$2"; }
+
 # want NAME: false when COMEX_TEST_ONLY (names separated by spaces) leaves NAME out.
 want() { [ -z "${COMEX_TEST_ONLY:-}" ] || [[ " $COMEX_TEST_ONLY " == *" $1 "* ]]; }
 

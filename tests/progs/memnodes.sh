@@ -57,8 +57,6 @@ finished() {
   [ $rc -eq 0 ] || { fail "$name" "exit status $rc under comex run: $(grep -E '^comex: (error|warning)' "$dir/$name.err" | head -n 3)"; return 1; }
   cmp -s "$dir/$name.native" "$dir/$name.comex" || { fail "$name" "output differs from the native run"; diff "$dir/$name.native" "$dir/$name.comex" | head -n 4; return 1; }
 }
-# stat NAME KEY: a counter from the program's --stats-json
-stat() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$dir/$1.json" "$2"; }
 
 # wait_log FILE PATTERN [N]: until FILE has N (default 1) lines matching
 # PATTERN; false if the hang guard passes first
