@@ -11,7 +11,7 @@ gate=$progs/prog_gate
 # the --listen given); sets port_NAME and pid_NAME, logs to $dir/NAME.log
 mn_start() {
   local name=$1 port=; shift
-  "$bin" memnode --listen 127.0.0.1:0 --pool 128M --token-file "$dir/token" "$@" 2>"$dir/$name.log" &
+  "${die_with_test[@]}" "$bin" memnode --listen 127.0.0.1:0 --pool 128M --token-file "$dir/token" "$@" 2>"$dir/$name.log" &
   local pid=$!; pids+=("$pid")
   for _ in $(seq 1 300); do
     port=$(sed -n 's/.* on port \([0-9][0-9]*\).*/\1/p' "$dir/$name.log" | head -n 1)
