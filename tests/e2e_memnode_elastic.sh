@@ -4,25 +4,8 @@
 . "$src/tests/progs/memnodes.sh"
 echo "e2e_memnode_elastic: memnode (256 MiB pool, host-reserve 160 MiB) in a 768 MiB cgroup, a 360 MiB hog beside it, prog_gate 96 MiB at 24M local; then a 128 MiB memnode full of a 112 MiB program's pages, a 560 MiB hog: pages moved to a second memnode; the same with replicas 2, then the other copy's memnode killed"
 
-[ "$(id -u)" -eq 0 ] || { echo "skip: creating a memory cgroup needs root"; exit 77; }
-# A memory cgroup of our own: v2 under our group when it delegates memory,
-# else under the root; v1 under our memory group.
-own2=$(sed -n 's/^0:://p' /proc/self/cgroup); own1=$(sed -n 's/^[0-9]*:memory://p' /proc/self/cgroup)
-if [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers; then
-  base=/sys/fs/cgroup$own2
-  grep -qw memory "$base/cgroup.subtree_control" 2>/dev/null || base=/sys/fs/cgroup
-  grep -qw memory "$base/cgroup.subtree_control" || echo +memory >"$base/cgroup.subtree_control" 2>/dev/null
-  cg=$base/comex-elastic-$$; limit_file=memory.max
-elif [ -n "$own1" ] && [ -d "/sys/fs/cgroup/memory$own1" ]; then
-  cg=/sys/fs/cgroup/memory$own1/comex-elastic-$$; limit_file=memory.limit_in_bytes
-else
-  echo "skip: no memory cgroup controller"; exit 77
-fi
-mkdir "$cg" 2>/dev/null && echo $((768 << 20)) >"$cg/$limit_file" 2>/dev/null ||
-  { rmdir "$cg" 2>/dev/null; echo "skip: cannot create a memory cgroup under $(dirname "$cg")"; exit 77; }
-[ -f "$cg/memory.swap.max" ] && echo 0 >"$cg/memory.swap.max"
-remove_cg() { for p in $(cat "$cg/cgroup.procs" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done; sleep 0.3; rmdir "$cg" 2>/dev/null; }
-trap 'remove_cg; cleanup' EXIT
+. "$src/tests/progs/memcg.sh"
+memcg_make elastic $((768 << 20))
 
 # pool_mib PORT: the memnode's pool in service, from comex status --json
 pool_mib() {
@@ -43,7 +26,7 @@ until_pool() {
 # (joined before exec); sets port_NAME and pid_NAME, logs to $dir/NAME.log
 cg_memnode() {
   local name=$1 pool=$2 port=
-  sh -c 'echo $$ >"$0/cgroup.procs" && shift && exec "$@"' "$cg" x "$bin" memnode --listen 127.0.0.1:0 \
+  in_memcg "${die_with_test[@]}" "$bin" memnode --listen 127.0.0.1:0 \
     --pool "$pool" --host-reserve 160M --hugepages false --token-file "$dir/token" 2>"$dir/$name.log" &
   local pid=$!; pids+=("$pid")
   for _ in $(seq 1 300); do
@@ -53,20 +36,6 @@ cg_memnode() {
   [ -n "$port" ] || { fail "$name" "memnode did not start: $(tail -n 3 "$dir/$name.log")"; return 1; }
   printf -v "port_$name" %s "$port"; printf -v "pid_$name" %s "$pid"
 }
-# hog_start MiB: a process in the memnode's cgroup that writes MiB and holds
-# it until hog_stop
-hog_start() {
-  rm -f "$dir/hog.ready" "$dir/hog.stop"
-  python3 -c 'import os, sys, time
-open(sys.argv[1] + "/cgroup.procs", "w").write(str(os.getpid()))
-b = b"x" * (int(sys.argv[4]) << 20)
-open(sys.argv[2], "w").write("ready")
-while not os.path.exists(sys.argv[3]):
-    time.sleep(0.05)' "$cg" "$dir/hog.ready" "$dir/hog.stop" "$1" &
-  hog=$!; pids+=("$hog")
-  wait_log "$dir/hog.ready" ready || fail hog "the hog did not start"
-}
-hog_stop() { touch "$dir/hog.stop"; wait "$hog" 2>/dev/null; }
 
 # 1. Free memory only: 256 MiB pool, a 96 MiB program, a 360 MiB hog.
 cg_memnode mn 256M || finish

@@ -40,22 +40,6 @@ RUN_NO_SPIN = ["--handler-spin", "0", "--client-spin", "0"]
 ENTER = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"']
 
 
-def comex_headroom(limit):
-    """Memory left in the cgroup for what the pager does not manage (libraries,
-    thread stacks, the runtime's tables and UCX's buffers, page cache): an
-    eighth of the limit, at least 12 MiB, at most 64 MiB (comex's default).
-    Measured here: a comex'd Python uses local-mem + 9-10 MiB of its cgroup.
-    See docs/BENCH.md."""
-    return max(12 * MIB, min(64 * MIB, limit // 8))
-
-
-def comex_budget(limit):
-    """comex's local-mem for a cgroup limit: what `--local-mem auto --headroom
-    H` resolves to inside the cgroup (limit - H), or half the limit where that
-    would leave less."""
-    return max(limit - comex_headroom(limit), limit // 2)
-
-
 class RunCtx:
     """What one run (k programs at once) gets: its cgroups and, for comex
     modes, the `comex run` prefix."""
@@ -89,13 +73,10 @@ class RunCtx:
             pre += ["--memnode", m.addr]
         if self.limit is None:
             pre += ["--local-mem", self.comex_local_mem]
-        elif self.limit > 2 * comex_headroom(self.limit) + 4 * MIB and not self.mode.embedded:
-            # auto: the cgroup limit minus the headroom, resolved by comex itself
-            pre += ["--local-mem", "auto", "--headroom", "%dK" % (comex_headroom(self.limit) >> 10)]
         else:
-            # outside the cgroup (embedded), or where comex's auto refuses a limit under
-            # twice the headroom: the same budget, given explicitly
-            pre += ["--local-mem", "%dK" % (comex_budget(self.limit) >> 10)]
+            # auto: the runtime, inside the cgroup, follows the room the cgroup
+            # has left (docs/PAGER.md P38), also when comex run is outside it
+            pre += ["--local-mem", "auto"]
         if stats:
             pre += ["--stats-json", stats]
         pre += self.comex_opts + ["--"]
@@ -311,13 +292,13 @@ class ComexMode(Mode):
     def describe(self):
         d = {"name": self.name, "memnodes": self.nodes, "pool_mib": getattr(self, "pool", 0) >> 20,
              "transport": "UCX over TCP",
-             "headroom": "max(12 MiB, min(64 MiB, limit/8)) via --local-mem auto --headroom",
+             "local_mem": "auto: the budget follows the room left in the cgroup (cgroup-follow, default slack)",
              "spin": {"memnode": self.memnode_spin(), "run": self.run_spin()}}
         if self.embedded:
             d.update(memnodes="embedded", pool_mib=None, pool="embedded-pool auto (64 MiB, grows with the program)",
                      transport="UCX shared memory (comex run's default for its embedded memnode)",
-                     headroom="max(12 MiB, min(64 MiB, limit/8)): --local-mem limit - headroom, given explicitly "
-                              "(comex run is outside the cgroup)",
+                     local_mem="auto: the runtime, inside the cgroup, follows the room left in it "
+                               "(cgroup-follow, default slack); comex run is outside the cgroup",
                      network="none (same host, shared memory)")
             return d
         if self.net_rate:

@@ -688,6 +688,15 @@ def render():
     log("report: %s and %s/bench-*.png" % (DOC.relative_to(ROOT), IMG.relative_to(ROOT)))
 
 
+
+def local_mem_text(d):
+    """How a comex mode's budget was set: --local-mem auto following the
+    cgroup (docs/PAGER.md P38), or the fixed headroom of result files from
+    before it."""
+    if "local_mem" in d:
+        return "--local-mem " + d["local_mem"]
+    return "--local-mem = M − max(12 MiB, min(64 MiB, M/8)), fixed"
+
 def describe_mode(d):
     n = d.get("name")
     if n == "local":
@@ -704,9 +713,9 @@ def describe_mode(d):
         spin = "; comex's busy-polling defaults (--spin on)"
     if d.get("memnodes") == "embedded":
         return ("comex run with its embedded memnode (no --memnode; %s), %s, comex run and its memnode outside "
-                "the cgroup, only the program in it (--local-mem = M − max(12 MiB, min(64 MiB, M/8)))%s"
-                % (d.get("pool"), d.get("transport"), spin))
-    txt = ("comex run --local-mem auto --headroom max(12 MiB, min(64 MiB, M/8)), swap off for the cgroup; "
+                "the cgroup, only the program in it (%s)%s"
+                % (d.get("pool"), d.get("transport"), local_mem_text(d), spin))
+    txt = ("comex run (%s), swap off for the cgroup; " % local_mem_text(d) +
            "%d memnodes (pool %d MiB each, fresh per run) outside the cgroup, UCX over TCP, "
            % (d.get("memnodes", 2), d.get("pool_mib", 0)))
     net = d.get("network")

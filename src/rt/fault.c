@@ -52,7 +52,7 @@ static bool zero_eligible(uint64_t idx)
 
 static uint64_t zero_window(void)
 {
-	if (P.c.zero_window < ZERO_WINDOW_ROOMY && P.resident + 8 * ZERO_WINDOW_ROOMY <= P.c.budget_pages)
+	if (P.c.zero_window < ZERO_WINDOW_ROOMY && P.resident + 8 * ZERO_WINDOW_ROOMY <= P.budget)
 		return ZERO_WINDOW_ROOMY;
 	return P.c.zero_window;
 }

@@ -126,6 +126,8 @@ int pager_init(const struct pager_config *cfg)
 	int err;
 
 	P.c = *cfg;
+	P.budget = cfg->budget_pages;
+	cfg->stats->budget_bytes = cfg->budget_pages << PAGE_SHIFT;
 	if (P.c.evict_batch > MAX_BATCH)
 		P.c.evict_batch = MAX_BATCH;
 	if (!P.c.zero_window)
@@ -254,7 +256,7 @@ static int set_prot(uint64_t lo, uint64_t n, int prot, bool always)
 
 bool pager_fits(size_t len)
 {
-	return __atomic_load_n(&P.resident, __ATOMIC_RELAXED) + npages_of(len) + P.low_free <= P.c.budget_pages;
+	return __atomic_load_n(&P.resident, __ATOMIC_RELAXED) + npages_of(len) + P.low_free <= __atomic_load_n(&P.budget, __ATOMIC_RELAXED);
 }
 
 int pager_mmap(size_t len, int prot, void **out)

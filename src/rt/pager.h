@@ -19,7 +19,9 @@ struct pager_config {
 	char *base;               /* managed region, registered with uffd */
 	uint64_t npages;
 	uint64_t heap_pages;      /* [0, heap_pages): the allocator's arena, handed out as a whole */
-	uint64_t budget_pages;    /* resident program pages allowed */
+	uint64_t budget_pages;    /* resident program pages allowed (with follow: at most) */
+	uint64_t follow_reserve;  /* with follow: bytes of the cgroup's room never taken (P38) */
+	bool follow;              /* local-mem auto in a memory cgroup: the budget follows its room */
 	uint32_t prefetch, rbuf_pages, wbuf_pages, flush_run, evict_batch, zero_window;
 	bool clock, prefetch_map, adaptive, keep_frames;
 	bool write_behind;        /* two write buffers per node, one written while the other fills */

@@ -45,6 +45,9 @@ struct pager {
 	uint16_t epoch[MAX_NODES];    /* bumped when a node's frames are forgotten (it failed): (node, pfn)
 				       * pairs held aside from before are void, a new session may reuse them */
 	uint64_t resident, heap_hi, map_hi;
+	uint64_t budget;              /* resident pages allowed now: c.budget_pages, or less following
+				       * the memory cgroup (c.follow); written under the lock, read as a hint */
+	uint64_t follow_at;           /* ns: the cgroup's room last read */
 	uint64_t low_free, high_free; /* reclaimer watermarks, pages free under the budget */
 	uint64_t full_until;          /* ns: every memnode said full; no eviction tried before */
 	int fault_waiters;            /* handlers waiting for the lock (atomic): the reclaimer yields */

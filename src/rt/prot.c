@@ -104,7 +104,7 @@ void prot_count_locked(int64_t delta)
 {
 	P.locked += (uint64_t)delta;
 	__atomic_store_n(&P.c.stats->locked_bytes, P.locked << PAGE_SHIFT, __ATOMIC_RELAXED);
-	if (P.locked > P.c.budget_pages && !P.lock_warned) {
+	if (P.locked > P.budget && !P.lock_warned) {
 		P.lock_warned = true;
 		log_warn("the program locked %llu MiB of memory, more than local-mem: locked pages are never "
 			 "evicted, so the budget is exceeded", (unsigned long long)(P.locked >> 8));

@@ -18,6 +18,7 @@
 
 #include "client.h"
 #include "log.h"
+#include "memcg.h"
 #include "membership.h"
 #include "options.h"
 #include "forkchild.h"
@@ -137,16 +138,45 @@ static void fork_child(void)
 	rt_mode = RT_DETACHED;
 }
 
-/* Budget for program pages: local-mem minus the runtime's buffers. */
+/* Pages a batch of eviction holds beside the budget for a moment: its
+ * parking slots and the scratch copies (reclaim.c). */
+#define EVICT_TRANSIENT_PAGES 512
+
+/* With cgroup-follow: the room never taken, cgroup-slack (default 1/64 of
+ * the limit, 4 MiB to 64 MiB: page tables and stacks grow with the program
+ * between two samples) plus the runtime's own buffers, which the cgroup
+ * charges only once they are touched. */
+static int follow_reserve(uint64_t lim, uint64_t buffers, struct pager_config *pc)
+{
+	uint64_t slack = opt_num(&opts, OPT_CGROUP_SLACK);
+
+	if (!slack)
+		slack = lim / 64 < (4ull << 20) ? 4ull << 20 : lim / 64 > (64ull << 20) ? 64ull << 20 : lim / 64;
+	pc->follow_reserve = slack + ((buffers + EVICT_TRANSIENT_PAGES) << PAGE_SHIFT);
+	if (lim < pc->follow_reserve + (4ull << 20)) {
+		log_error("option local-mem auto: the cgroup limit of %llu MiB leaves nothing after cgroup-slack %llu MiB "
+			  "and the runtime's %llu MiB of buffers", (unsigned long long)(lim >> 20),
+			  (unsigned long long)(slack >> 20), (unsigned long long)(pc->follow_reserve - slack) >> 20);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Budget for program pages: local-mem minus the runtime's buffers. With
+ * local-mem auto in a memory cgroup, local-mem is the cgroup's limit, an
+ * upper bound; the fault path follows the room left under it (reclaim.c). */
 static int budget(unsigned nodes, struct pager_config *pc)
 {
-	uint64_t m, wb = (uint64_t)nodes * pc->wbuf_pages;
+	uint64_t m, lim, wb = (uint64_t)nodes * pc->wbuf_pages;
 
 	if (options_parse_size(opt_str(&opts, OPT_LOCAL_MEM), &m)) {
 		log_error("option local-mem: '%s' is not a size (the runtime needs bytes; 'auto' is resolved by comex run)",
 			  opt_str(&opts, OPT_LOCAL_MEM));
 		return -EINVAL;
 	}
+	pc->follow = getenv(MEMCG_AUTO_ENV) && opt_num(&opts, OPT_CGROUP_FOLLOW) && !memcg_open(&lim);
+	if (pc->follow)
+		m = lim;
 	stats->local_mem_bytes = m;
 	if (pc->adaptive && pc->prefetch_map)
 		pc->rbuf_pages = pc->prefetch; /* no read buffer: a landing area for one plan */
@@ -165,7 +195,7 @@ static int budget(unsigned nodes, struct pager_config *pc)
 		return -EINVAL;
 	}
 	pc->budget_pages = (m >> PAGE_SHIFT) - pc->rbuf_pages - wb;
-	return 0;
+	return pc->follow ? follow_reserve(lim, pc->rbuf_pages + wb, pc) : 0;
 }
 
 static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)

@@ -20,6 +20,7 @@
 
 #include "auth.h"
 #include "log.h"
+#include "memcg.h"
 #include "options.h"
 #include "stats.h"
 #include "sysmem.h"
@@ -172,6 +173,10 @@ static int resolve_local_mem(const struct options *o, uint64_t *out)
 		return 0;
 	}
 	lim = sysmem_cgroup_limit();
+	if (lim != UINT64_MAX && opt_num(o, OPT_CGROUP_FOLLOW)) {
+		*out = lim; /* an upper bound: the runtime follows the cgroup's room (cgroup-slack, not headroom) */
+		return 0;
+	}
 	if (lim == UINT64_MAX)
 		lim = sysmem_total();
 	if (lim <= 2 * head) {
@@ -581,6 +586,10 @@ int run_main(struct options *o, int argc, char **argv)
 	stats_sweep(); /* what killed programs left behind */
 	snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long)m);
 	setenv("COMEX_LOCAL_MEM", bytes, 1);
+	if (!strcasecmp(opt_str(o, OPT_LOCAL_MEM), "auto")) /* resolved again inside the program's cgroup */
+		setenv(MEMCG_AUTO_ENV, "1", 1);
+	else
+		unsetenv(MEMCG_AUTO_ENV);
 	if (*opt_str(o, OPT_STATS_JSON)) {
 		const char *s = opt_str(o, OPT_STATS_JSON);
 		char cwd[PATH_MAX];

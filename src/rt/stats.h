@@ -20,7 +20,7 @@
 	X(pages_discarded) X(frames_released) X(remote_reads) X(remote_writes) \
 	X(bytes_read) X(bytes_written) \
 	X(ns_zero) X(ns_wbuf_hit) X(ns_rbuf_hit) X(ns_remote) X(ns_read) X(ns_evict) \
-	X(resident_bytes) X(resident_peak_bytes) X(local_mem_bytes) \
+	X(resident_bytes) X(resident_peak_bytes) X(local_mem_bytes) X(budget_bytes) \
 	X(rbuf_bytes) X(wbuf_bytes) X(budget_overshoots) \
 	X(outside_rss_bytes) X(managed_bytes) \
 	X(memnodes_drained) X(pages_migrated) X(pages_migrated_home) X(pages_lost) X(memnodes_rejoined) \
@@ -42,8 +42,8 @@ struct stats {
 	uint64_t hist_remote_ns[STATS_HIST_BUCKETS];
 };
 
-#define STATS_MAGIC 0x3553544154535843ull /* "CXSTATS5" little-endian (1: no histogram, 2: no pages_moved_uncounted,
-					  * 3: no locked_bytes, 4: no frames_renewed) */
+#define STATS_MAGIC 0x3653544154535843ull /* "CXSTATS6" little-endian (1: no histogram, 2: no pages_moved_uncounted,
+					  * 3: no locked_bytes, 4: no frames_renewed, 5: no budget_bytes) */
 
 /* Creates the shared file for this process; falls back to private memory
  * (logged) so that a missing /dev/shm never stops the program. */

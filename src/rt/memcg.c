@@ -1,0 +1,161 @@
+/* memcg: /proc/self/cgroup names the program's cgroup; its directory and
+ * each ancestor's are tried, and the one with the smallest limit is kept. */
+#include "memcg.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Limits at or above this are "none" (v1 reports PAGE_COUNTER_MAX pages). */
+#define NO_LIMIT (1ull << 60)
+
+static char dir[PATH_MAX + 32]; /* the binding cgroup's directory */
+static bool v2;
+
+/* Reads file name of directory d into buf (NUL-terminated); its length. */
+static int read_file(const char *d, const char *name, char *buf, size_t cap, size_t *len_out)
+{
+	char path[PATH_MAX + 64];
+	size_t len = 0;
+	ssize_t r;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", d, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (len + 1 < cap && (r = read(fd, buf + len, cap - 1 - len)) > 0)
+		len += (size_t)r;
+	r = r < 0 ? -errno : 0;
+	close(fd);
+	buf[len] = 0;
+	*len_out = len;
+	return (int)r;
+}
+
+/* A file holding one number, or "max" (v2: no limit). */
+static int read_num(const char *d, const char *name, uint64_t *out)
+{
+	char buf[64];
+	size_t len;
+	int err = read_file(d, name, buf, sizeof(buf), &len);
+
+	if (err)
+		return err;
+	*out = !strncmp(buf, "max", 3) ? UINT64_MAX : strtoull(buf, NULL, 10);
+	return 0;
+}
+
+static uint64_t limit_of(const char *d)
+{
+	uint64_t lim = UINT64_MAX, high = UINT64_MAX;
+
+	if (!v2)
+		return read_num(d, "memory.limit_in_bytes", &lim) ? UINT64_MAX : lim;
+	/* memory.high throttles the program's allocations above it: as good as a limit */
+	if (read_num(d, "memory.max", &lim))
+		return UINT64_MAX;
+	read_num(d, "memory.high", &high);
+	return high < lim ? high : lim;
+}
+
+/* The memory line of /proc/self/cgroup: v1's controller list holding
+ * "memory", else v2's "0::". The path (after the second ':') into rel. */
+static int own_cgroup(char *rel, size_t cap)
+{
+	char buf[4096], *line, *save = NULL;
+	size_t len;
+	int err = read_file("/proc/self", "cgroup", buf, sizeof(buf), &len);
+	bool found = false;
+
+	if (err)
+		return err;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *ctl = strchr(line, ':'), *path = ctl ? strchr(ctl + 1, ':') : NULL;
+
+		if (!path)
+			continue;
+		*path = 0;
+		if (!strcmp(ctl + 1, "memory") || strstr(ctl + 1, ",memory") || !strncmp(ctl + 1, "memory,", 7)) {
+			v2 = false;
+			snprintf(rel, cap, "%s", path + 1);
+			return 0;
+		}
+		if (!strcmp(line, "0") && !ctl[1]) {
+			v2 = true;
+			snprintf(rel, cap, "%s", path + 1);
+			found = true; /* a v1 memory line later wins: hybrid hierarchies */
+		}
+	}
+	return found ? 0 : -ENOENT;
+}
+
+int memcg_open(uint64_t *limit_out)
+{
+	char rel[PATH_MAX], d[PATH_MAX + 32];
+	uint64_t best = NO_LIMIT;
+	int err = own_cgroup(rel, sizeof(rel));
+
+	if (err)
+		return err;
+	for (;;) {
+		uint64_t lim;
+
+		snprintf(d, sizeof(d), "%s%s", v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory", rel);
+		lim = limit_of(d);
+		if (lim < best) {
+			best = lim;
+			snprintf(dir, sizeof(dir), "%s", d);
+		}
+		char *slash = strrchr(rel, '/');
+		if (!slash || !rel[1])
+			break;
+		slash[slash == rel] = 0; /* "/a" becomes "/", "/a/b" becomes "/a" */
+	}
+	if (best >= NO_LIMIT)
+		return -ENOENT;
+	*limit_out = best;
+	return 0;
+}
+
+/* The value of field name in a memory.stat text, 0 when absent. */
+static uint64_t stat_field(const char *text, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = text; (p = strstr(p, name)); p += n)
+		if ((p == text || p[-1] == '\n') && p[n] == ' ')
+			return strtoull(p + n + 1, NULL, 10);
+	return 0;
+}
+
+int memcg_room(int64_t *room_out)
+{
+	char text[8192];
+	uint64_t lim = limit_of(dir), use, file, pinned;
+	size_t len;
+	int err;
+
+	/* gone or lifted: the program may have been moved to another cgroup */
+	if (lim >= NO_LIMIT && memcg_open(&lim))
+		return -ENOENT;
+	if ((err = read_num(dir, v2 ? "memory.current" : "memory.usage_in_bytes", &use)) ||
+	    (err = read_file(dir, "memory.stat", text, sizeof(text), &len)))
+		return err;
+	if (v2) {
+		file = stat_field(text, "active_file") + stat_field(text, "inactive_file");
+		pinned = stat_field(text, "file_mapped") + stat_field(text, "file_dirty") +
+			 stat_field(text, "file_writeback");
+	} else { /* total_: the cgroup and its descendants, as usage_in_bytes counts */
+		file = stat_field(text, "total_active_file") + stat_field(text, "total_inactive_file");
+		pinned = stat_field(text, "total_mapped_file") + stat_field(text, "total_dirty") +
+			 stat_field(text, "total_writeback");
+	}
+	*room_out = (int64_t)lim - (int64_t)use + (file > pinned ? (int64_t)(file - pinned) : 0);
+	return 0;
+}

@@ -1,0 +1,25 @@
+/* memcg: the room left in the memory cgroup the program runs in, so that
+ * with local-mem auto the budget follows it (docs/PAGER.md P38) instead of
+ * a headroom fixed at start. The cgroup read is the one whose limit binds:
+ * the program's own or an ancestor's (v1 memory controller or v2). Plain
+ * system calls and stack buffers only: it is read from the fault path. */
+#ifndef COMEX_RT_MEMCG_H
+#define COMEX_RT_MEMCG_H
+
+#include <stdint.h>
+
+/* Set by comex run in the program's environment when local-mem is auto: the
+ * runtime, inside the program's cgroup, then follows it. */
+#define MEMCG_AUTO_ENV "COMEX_LOCAL_MEM_AUTO"
+
+/* Finds the binding cgroup; its limit in bytes. -ENOENT when the program
+ * runs under no memory limit. */
+int memcg_open(uint64_t *limit_out);
+/* Bytes the cgroup can still charge without an OOM kill: its limit minus
+ * its usage, plus the page cache the kernel would reclaim first (file pages
+ * neither mapped, dirty nor under writeback). Negative when over. When the
+ * limit is gone (lifted, or the program moved), the binding cgroup is found
+ * again; -ENOENT when there is none. */
+int memcg_room(int64_t *room_out);
+
+#endif
