@@ -27,11 +27,7 @@ native follow "$gate" "$mib" / || { fail follow "native run failed"; finish; }
 timeout -k 10 "$hang_guard" "$bin" run --local-mem auto --stats-json "$dir/follow.json" -- \
   "${memcg_enter[@]}" "$gate" "$mib" "$dir/follow.gate" >"$dir/follow.comex" 2>"$dir/follow.err" &
 run_pid=$!; pids+=("$run_pid")
-until grep -q filled "$dir/follow.comex"; do
-  kill -0 "$run_pid" 2>/dev/null || { wait "$run_pid"; fail follow "exit status $? before filling its memory" \
-    "(OOM kills in the cgroup: $(memcg_ooms)): $(tail -n 2 "$dir/follow.err")"; finish; }
-  sleep 0.1
-done
+wait_filled follow || { echo "    OOM kills in the cgroup: $(memcg_ooms)"; finish; }
 
 # Fixed, auto would leave 64 MiB of headroom: a budget of at most 96 MiB.
 if until_budget -gt $((limit_mib - 40)); then

@@ -715,11 +715,11 @@ void reclaim_range(uint64_t lo, uint64_t hi)
  * taking the same room. Never above local-mem's bound (the limit at start). */
 static void follow_cgroup(void)
 {
-	uint64_t now = now_ns(), want;
+	uint64_t now, want;
 	int64_t room, pages;
 	int err;
 
-	if (!P.c.follow || now - P.follow_at < FOLLOW_NS)
+	if (!P.c.follow || (now = now_ns()) - P.follow_at < FOLLOW_NS)
 		return;
 	P.follow_at = now;
 	if ((err = memcg_room(&room)) == -ENOENT) /* the limit was lifted: up to local-mem's bound */

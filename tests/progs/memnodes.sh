@@ -33,6 +33,13 @@ start_prog() {
   timeout -k 10 "$hang_guard" "$bin" run --local-mem "$lm" "${where[@]}" --token-file "$dir/token" \
     --stats-json "$dir/$name.json" -- "$gate" "$mib" "$dir/$name.gate" $mode >"$dir/$name.comex" 2>"$dir/$name.err" &
   run_pid=$!; pids+=("$run_pid")
+  wait_filled "$name"
+}
+# wait_filled NAME: until prog_gate under comex run ($run_pid, output in
+# $dir/NAME.comex) says it filled its memory; false (a failure recorded) when
+# it ends first or the hang guard passes
+wait_filled() {
+  local name=$1
   for _ in $(seq 1 $((hang_guard * 10))); do
     grep -q filled "$dir/$name.comex" && return 0
     kill -0 "$run_pid" 2>/dev/null || break
