@@ -103,6 +103,18 @@ static int cmd_stats(int argc, char **argv)
 	return stats_main(atoi(argv[1]));
 }
 
+static int cmd_home(int argc, char **argv)
+{
+	bool release = argc == 3 && !strcmp(argv[1], "--release");
+
+	if (argc != 2 + release || atoi(argv[argc - 1]) <= 0) {
+		fprintf(stderr, "usage: comex home [--release] PID   (every page of a program under comex brought home "
+			"and eviction paused, for a debugger or profiler)\n");
+		return 2;
+	}
+	return home_main(atoi(argv[argc - 1]), release);
+}
+
 static int cmd_help_options(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--markdown"))
@@ -126,7 +138,7 @@ int main(int argc, char **argv)
 {
 	static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
 		{ "memnode", cmd_memnode }, { "check", cmd_check }, { "token", cmd_token }, { "help-options", cmd_help_options },
-		{ "run", cmd_run }, { "stats", cmd_stats }, { "top", top_main }, { "status", status_main },
+		{ "run", cmd_run }, { "stats", cmd_stats }, { "home", cmd_home }, { "top", top_main }, { "status", status_main },
 		{ "exporter", exporter_main }, { "drain", cmd_drain },
 	};
 

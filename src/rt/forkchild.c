@@ -34,6 +34,7 @@
 #include "client.h"
 #include "forkchild.h"
 #include "log.h"
+#include "rtfd.h"
 #include "pager_impl.h"
 #include "rtmem.h"
 #include "uffd.h"
@@ -248,7 +249,7 @@ void forkchild_after_fork(pid_t pid)
 
 void forkchild_event(int from_fd, const struct uffd_msg *m)
 {
-	int fd = (int)m->arg.fork.ufd;
+	int fd = rtfd_adopt((int)m->arg.fork.ufd); /* the kernel put it at the lowest free number */
 
 	/* the forking thread holds the pager lock and waits for this read:
 	 * pending is stable, and only this handler changes it now */

@@ -136,6 +136,9 @@ int pager_init(const struct pager_config *cfg)
 	P.sum = rt_alloc(cfg->npages * sizeof(pagesum_t));
 	if (!P.pt || !P.sum)
 		return -ENOMEM;
+	/* the runtime's tables are not the program's: out of its core dumps */
+	raw_madvise(P.pt, cfg->npages * sizeof(pte_t), MADV_DONTDUMP);
+	raw_madvise(P.sum, cfg->npages * sizeof(pagesum_t), MADV_DONTDUMP);
 	if ((err = ranges_create(cfg->npages - cfg->heap_pages, &P.ranges)) ||
 	    (err = P.c.adaptive && P.c.prefetch_map ? rbuf_create(64, 64, &P.rb) /* unused */
 						    : rbuf_create(cfg->rbuf_pages, cfg->prefetch, &P.rb)) ||
@@ -625,7 +628,7 @@ bool pager_bring_home(uint64_t lo, uint64_t hi, bool read)
 	return any;
 }
 
-static bool any_away(bool read)
+bool pager_bring_all(bool read)
 {
 	bool heap = pager_bring_home(0, P.heap_hi, read);
 
@@ -649,9 +652,9 @@ static void fork_prepare(void)
 		pager_unlock();
 	}
 	for (;;) {
-		any_away(true);
+		pager_bring_all(true);
 		pager_lock("fork");
-		if (!any_away(false))
+		if (!pager_bring_all(false))
 			break;
 		pager_unlock();
 	}
@@ -670,7 +673,7 @@ void pager_fork(int phase)
 		return;
 	if (P.detached) { /* a lazy child's children would find its remote pages missing */
 		if (phase == FORK_PREPARE && forkchild_is_lazy_child())
-			any_away(true);
+			pager_bring_all(true);
 		return;
 	}
 	switch (phase) {

@@ -56,6 +56,7 @@ struct pager {
 	char *park;                   /* 8 areas of MAX_BATCH pages, one per protection, registered
 				       * (WP only) as UFFDIO_MOVE's target (reclaim.c) */
 	int no_evict;                 /* set while preparing a fork (atomic) */
+	int home_hold;                /* HOME_* bits: every page held home for a tool (atomic; home.c) */
 	int forking;                  /* a fork holds the lock and waits for its event to be read (atomic) */
 	bool wipe_on_fork;            /* the program used MADV_WIPEONFORK in the region: forks are eager */
 	int reading_unlocked;         /* handlers reading outside the lock (atomic); counted down before relocking */
@@ -137,6 +138,8 @@ void pager_forget_entries(uint64_t lo, uint64_t hi, unsigned to);
 /* True if a page of [lo, hi) is remote or in a write buffer; with read,
  * faults each such page in from this thread first (not under the lock). */
 bool pager_bring_home(uint64_t lo, uint64_t hi, bool read);
+/* pager_bring_home over every page the program used */
+bool pager_bring_all(bool read);
 
 /* foreign.c: pages of mappings the program placed over the region */
 enum { FOREIGN_NONE, FOREIGN_ALL, FOREIGN_MIXED };

@@ -676,12 +676,13 @@ static uint32_t evict_batch(void)
 	return n ? evict_victims(v, n) : 0;
 }
 
-/* Not while a fork is being prepared, nor while every memnode is full, nor
- * while the program has locked all its memory (mlockall). */
+/* Not while a fork is being prepared or a tool holds every page home, nor
+ * while every memnode is full, nor while the program has locked all its
+ * memory (mlockall). */
 static bool may_evict(void)
 {
-	return !__atomic_load_n(&P.no_evict, __ATOMIC_ACQUIRE) && !__atomic_load_n(&P.locked_all, __ATOMIC_ACQUIRE) &&
-	       !pools_full();
+	return !__atomic_load_n(&P.no_evict, __ATOMIC_ACQUIRE) && !__atomic_load_n(&P.home_hold, __ATOMIC_ACQUIRE) &&
+	       !__atomic_load_n(&P.locked_all, __ATOMIC_ACQUIRE) && !pools_full();
 }
 
 /* MADV_PAGEOUT: the program says these pages are cold; they leave now. */
@@ -743,11 +744,11 @@ static void follow_cgroup(void)
 
 /* Every fault served over the budget is counted (budget_overshoots): all
  * memnodes full, or victims the kernel would not move (pages shared with a
- * forked child). A fork being prepared brings pages home on purpose and is
- * not counted. */
+ * forked child). A fork being prepared, or a tool holding pages home,
+ * brings pages home on purpose and is not counted. */
 void reclaim_make_room(uint64_t k)
 {
-	bool forking = __atomic_load_n(&P.no_evict, __ATOMIC_ACQUIRE);
+	bool forking = __atomic_load_n(&P.no_evict, __ATOMIC_ACQUIRE) || __atomic_load_n(&P.home_hold, __ATOMIC_ACQUIRE);
 
 	follow_cgroup();
 	if (P.resident + k <= P.budget || forking)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include "membership.h"
 #include "options.h"
 #include "forkchild.h"
+#include "home.h"
 #include "pager.h"
 #include "placement.h"
 #include "pte.h"
@@ -46,9 +48,29 @@ static void __attribute__((noreturn)) fail(const char *why)
 	_exit(126);
 }
 
+/* The runtime cannot start in this process. The program comex run started
+ * (or one the runtime was preloaded into by hand) stops: it was asked to run
+ * under comex. A program started in turn by a managed one (an exec'd child
+ * whose RLIMIT_NOFILE or RLIMIT_AS is too low, or that cannot reach the
+ * memnodes) runs unmanaged instead, with a warning and a count in its
+ * parent's counters (children_unmanaged): refusing it would break programs
+ * that work without comex (docs/PAGER.md P41). */
+static void start_failed(const char *why)
+{
+	const char *root = getenv("COMEX_ROOT_PID");
+
+	if (!root || atoi(root) == getpid())
+		fail(why);
+	log_warn("%s; %s (pid %d) runs without comex: its memory is not managed", why, program_invocation_short_name,
+		 (int)getpid());
+	if (stats_note_unmanaged((int)getppid()))
+		stats_note_unmanaged(atoi(root));
+}
+
 /* Reserves the region and hands its first half to mimalloc as the only
- * memory it may use (limit_os_alloc), so every heap object lives there. */
-static void reserve_region(void)
+ * memory it may use (limit_os_alloc), so every heap object lives there.
+ * NULL, or why it could not. */
+static const char *reserve_region(void)
 {
 	uint64_t len = opt_num(&opts, OPT_REGION) & ~(REGION_ALIGN - 1);
 	long p;
@@ -56,19 +78,22 @@ static void reserve_region(void)
 	mi_arena_id_t arena;
 
 	if (len < 2 * REGION_ALIGN)
-		fail("option region: must be at least 2G");
+		return "option region: must be at least 2G";
 	p = syscall(SYS_mmap, NULL, len + REGION_ALIGN, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == -1)
-		fail("cannot reserve the managed region (option region)");
+		return "cannot reserve the managed region (option region; RLIMIT_AS?)";
 	base = (char *)(((uintptr_t)p + REGION_ALIGN - 1) & ~(REGION_ALIGN - 1));
+	mi_option_set(mi_option_limit_os_alloc, 1);
+	if (!mi_manage_os_memory_ex(base, len / 2, true, false, true, -1, false, &arena)) {
+		syscall(SYS_munmap, p, len + REGION_ALIGN);
+		return "the allocator refused the managed region";
+	}
 	syscall(SYS_madvise, base, len, MADV_NOHUGEPAGE); /* 4 KiB granularity for faults */
 	rt_heap_lo = base;
 	rt_heap_hi = base + len / 2;
 	rt_region_hi = base + len;
-	mi_option_set(mi_option_limit_os_alloc, 1);
-	if (!mi_manage_os_memory_ex(base, len / 2, true, false, true, -1, false, &arena))
-		fail("the allocator refused the managed region");
+	return NULL;
 }
 
 void rt_early(void)
@@ -88,8 +113,11 @@ void rt_early(void)
 	rt_c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
 	log_set_prefix("comex");
 	if (getenv("COMEX_LOCAL_MEM") && !options_configure(&opts, SC_RUN, 1, argv, &first)) {
+		const char *why;
+
 		log_threshold = (int)opt_num(&opts, OPT_LOG_LEVEL);
-		reserve_region();
+		if ((why = reserve_region()))
+			start_failed(why);
 	}
 	rt_internal--;
 	__atomic_store_n(&early_state, 2, __ATOMIC_RELEASE);
@@ -112,6 +140,14 @@ static void *membership_main(void *arg)
 {
 	rt_internal = 1;
 	return pager_membership(arg);
+}
+
+static void *home_main(void *arg)
+{
+	(void)arg;
+	rt_internal = 1;
+	home_run(opt_num(&opts, OPT_HOME_ON_TRACE));
+	return NULL;
 }
 
 static void *watchdog_main(void *arg)
@@ -305,15 +341,80 @@ static void note_nodes(struct comex_client *cl)
 			snprintf(stats->node_addr[i], sizeof(stats->node_addr[i]), "%.63s", addr);
 }
 
-__attribute__((constructor(101))) static void rt_init(void)
+/* Below this RLIMIT_NOFILE the runtime does not start: it holds about 20
+ * descriptors and 3-6 per memnode, and leaves the program room for its own. */
+#define RT_MIN_NOFILE 64
+
+/* NULL when the process may hold the runtime's descriptors, else why not */
+static const char *nofile_short(void)
+{
+	struct rlimit r;
+
+	return !getrlimit(RLIMIT_NOFILE, &r) && r.rlim_cur < RT_MIN_NOFILE ?
+		       "RLIMIT_NOFILE is below the 64 descriptors the runtime needs" : NULL;
+}
+
+/* Connects, configures and starts the pager; NULL, or why it could not
+ * (what it had set up undone, so that the program can run unmanaged). */
+static const char *start(void)
 {
 	struct comex_client *cl;
 	struct pager_config pc;
-	sigset_t all, saved;
+	const char *why = nofile_short();
 	bool async;
 	int uffd, err;
 
+	if (why)
+		return why;
+	if ((err = uffd_open(opt_num(&opts, OPT_WP_ASYNC), opt_num(&opts, OPT_LAZY_FORK), &uffd, &async)))
+		return err == -EPERM || err == -ENOSYS ? uffd_permission_help(err) : "userfaultfd unavailable";
+	if (stats_create(&stats)) {
+		why = "out of memory for counters";
+		goto close_uffd;
+	}
+	stats->managed_bytes = (uint64_t)(rt_region_hi - rt_heap_lo);
+	if (client_connect(&opts, &cl)) {
+		why = "cannot reach the memnodes (option memnode)";
+		goto drop_stats;
+	}
+	note_nodes(cl);
+	if (configure(cl, uffd, &pc)) {
+		why = "pager start-up failed";
+		goto disconnect;
+	}
+	pc.async = async;
+	if (pager_init(&pc))
+		fail("pager start-up failed"); /* half made: the region may be registered */
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	start_handlers();
+	if (pc.reclaimer)
+		start_thread(reclaimer_main, NULL, "comex-reclaim");
+	start_thread(watchdog_main, NULL, "comex-watchdog");
+	start_thread(membership_main, NULL, "comex-members");
+	start_thread(home_main, NULL, "comex-home");
+	if (backup_on())
+		start_thread(backup_writer, NULL, "comex-backup");
+	log_debug("managing %p-%p, budget %llu pages", (void *)rt_heap_lo, (void *)rt_region_hi,
+		  (unsigned long long)pc.budget_pages);
+	return NULL;
+
+disconnect:
+	client_close(cl);
+drop_stats:
+	stats_unlink(getpid());
+	stats = NULL;
+close_uffd:
+	close(uffd);
+	return why;
+}
+
+__attribute__((constructor(101))) static void rt_init(void)
+{
+	sigset_t all, saved;
+	const char *why;
+
 	rt_early();
+	interpose_fd_resolve();
 	forkchild_forget_parent(); /* an exec'd lazy child's signal (P29) */
 	if (!rt_heap_lo)
 		return;
@@ -324,31 +425,14 @@ __attribute__((constructor(101))) static void rt_init(void)
 	 * program thread and a program handler never runs on the fault path. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &saved);
-	if ((err = uffd_open(opt_num(&opts, OPT_WP_ASYNC), opt_num(&opts, OPT_LAZY_FORK), &uffd, &async)))
-		fail(err == -EPERM || err == -ENOSYS ? uffd_permission_help(err) : "userfaultfd unavailable");
-	if (stats_create(&stats))
-		fail("out of memory for counters");
-	stats->managed_bytes = (uint64_t)(rt_region_hi - rt_heap_lo);
-	if (client_connect(&opts, &cl))
-		fail("cannot reach the memnodes (option memnode)");
-	note_nodes(cl);
-	if (configure(cl, uffd, &pc))
-		fail("pager start-up failed");
-	pc.async = async;
-	if (pager_init(&pc))
-		fail("pager start-up failed");
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
-	start_handlers();
-	if (pc.reclaimer)
-		start_thread(reclaimer_main, NULL, "comex-reclaim");
-	start_thread(watchdog_main, NULL, "comex-watchdog");
-	start_thread(membership_main, NULL, "comex-members");
-	if (backup_on())
-		start_thread(backup_writer, NULL, "comex-backup");
+	why = start();
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
-	__atomic_store_n(&rt_mode, RT_MANAGED, __ATOMIC_RELEASE); /* mmap family managed from now on */
-	log_debug("managing %p-%p, budget %llu pages", (void *)rt_heap_lo, (void *)rt_region_hi,
-		  (unsigned long long)pc.budget_pages);
+	if (why)
+		start_failed(why);
+	else {
+		__atomic_store_n(&rt_mode, RT_MANAGED, __ATOMIC_RELEASE); /* mmap family managed from now on */
+		interpose_sig_install();
+	}
 	rt_internal--;
 }
 

@@ -23,6 +23,12 @@ extern char *rt_heap_lo, *rt_heap_hi, *rt_region_hi; /* heap arena, then the mma
 extern locale_t rt_c_locale;
 
 void rt_early(void);
+/* Looks up the C library's descriptor calls behind interpose_fd.c's, once,
+ * before any runtime thread runs (dlsym takes the dynamic linker's lock). */
+void interpose_fd_resolve(void);
+/* Takes the core-dumping signals the program leaves at their default, so
+ * that a core holds every page (interpose_sig.c; docs/PAGER.md P42). */
+void interpose_sig_install(void);
 
 /* Runtime code on a program thread (an interposed call reaching the pager, a
  * fork handler): allocations outside the region, libc in the C locale.

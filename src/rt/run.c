@@ -341,6 +341,9 @@ static int start_embedded(const struct options *o, struct embedded *e, char *add
 		setenv(DIR_ENV, e->dir, 1);
 		if (fd >= 0)
 			dup2(fd, 2);
+		/* descriptors the launcher inherited are the program's (a socket
+		 * systemd activated, a pipe a supervisor waits on to close) */
+		close_range(3, ~0u, 0);
 		unsetenv("LD_PRELOAD");
 		/* rma: the memnode serves this program only, which may hold its
 		 * pool key; pages then move without the memnode's CPU, which can
@@ -514,6 +517,19 @@ static void note_program(const struct embedded *e, pid_t pid)
 	}
 }
 
+/* systemd's socket activation hands descriptors 3.. to the process it
+ * starts, and names it in LISTEN_PID (sd_listen_fds(3) ignores them in any
+ * other process). Started as `comex run -- PROG`, that process is this
+ * launcher: the program gets the descriptors (they are inherited as they
+ * are) and, here, their LISTEN_PID. */
+static void listen_pid(pid_t launcher, const char *pid)
+{
+	const char *v = getenv("LISTEN_PID");
+
+	if (v && atol(v) == (long)launcher)
+		setenv("LISTEN_PID", pid, 1);
+}
+
 /* With an embedded memnode the program's remote pages live in a process
  * that ends with this launcher, so the program ends with it too (SIGKILL:
  * it could not go on without them), however the launcher dies. */
@@ -531,6 +547,7 @@ static int run_program(const char *path, char **argv, const struct embedded *e)
 			_exit(125);
 		snprintf(pid, sizeof(pid), "%d", getpid());
 		setenv("COMEX_ROOT_PID", pid, 1);
+		listen_pid(launcher, pid);
 		execv(path, argv);
 		log_error("cannot execute %s: %m", path);
 		_exit(127);
@@ -628,4 +645,39 @@ int stats_main(int pid)
 		return 1;
 	fwrite(buf, 1, (size_t)len, stdout);
 	return 0;
+}
+
+/* How long `comex home` waits for the program's answer: bringing 1 GiB
+ * home takes about a second here; a stopped program never answers */
+#define HOME_WAIT_MS 120000
+
+int home_main(int pid, bool release)
+{
+	struct stats *s;
+	uint64_t want = release ? 0 : HOME_HELD_YES, got = 0;
+
+	if (stats_attach(pid, &s)) {
+		log_error("process %d is not running under comex (no /dev/shm/comex-stats.%d)", pid, pid);
+		return 1;
+	}
+	__atomic_store_n(&s->home_request, !release, __ATOMIC_RELEASE);
+	for (int ms = 0; ms < HOME_WAIT_MS && (got = __atomic_load_n(&s->home_held, __ATOMIC_ACQUIRE)) != want; ms += 10) {
+		if (!release && got == HOME_HELD_REFUSED)
+			break;
+		if (kill(pid, 0) && errno == ESRCH)
+			break;
+		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+	}
+	if (got == want)
+		printf(release ? "process %d: eviction resumes\n" : "process %d: every page is home (%llu brought home "
+			"so far); eviction paused until 'comex home --release %d'\n", pid,
+		       (unsigned long long)__atomic_load_n(&s->pages_brought_home, __ATOMIC_RELAXED), pid);
+	else if (got == HOME_HELD_REFUSED)
+		log_error("process %d cannot take its pages home: the memory its host or cgroup has left is short "
+			  "(its log says how much)", pid);
+	else
+		log_error("process %d did not answer within %d s (it ended, or a debugger stops it: run comex home "
+			  "before attaching)", pid, HOME_WAIT_MS / 1000);
+	stats_close(s);
+	return got == want ? 0 : 1;
 }

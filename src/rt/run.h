@@ -1,6 +1,8 @@
-/* run: the `comex run` launcher and `comex stats`. */
+/* run: the `comex run` launcher, `comex stats` and `comex home`. */
 #ifndef COMEX_RUN_H
 #define COMEX_RUN_H
+
+#include <stdbool.h>
 
 struct options;
 
@@ -13,5 +15,8 @@ int run_main(struct options *o, int argc, char **argv);
 void run_orphaned(void);
 /* Prints the live counters of a process running under comex as JSON. */
 int stats_main(int pid);
+/* Asks a process running under comex to bring every page home and pause
+ * eviction (release: to resume), and waits for its answer; exit status. */
+int home_main(int pid, bool release);
 
 #endif

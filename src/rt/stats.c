@@ -74,6 +74,42 @@ int stats_open(int pid, const struct stats **out)
 	return 0;
 }
 
+int stats_attach(int pid, struct stats **out)
+{
+	char path[64];
+	struct stat st;
+	struct stats *s = MAP_FAILED;
+	int fd;
+
+	shm_path(pid, path, sizeof(path));
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -ESRCH;
+	if (!fstat(fd, &st) && st.st_size >= (off_t)sizeof(*s))
+		s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (s == MAP_FAILED)
+		return -ESRCH;
+	if (__atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) != STATS_MAGIC) {
+		munmap(s, sizeof(*s));
+		return -ESRCH;
+	}
+	*out = s;
+	return 0;
+}
+
+int stats_note_unmanaged(int pid)
+{
+	struct stats *s;
+	int err = stats_attach(pid, &s);
+
+	if (err)
+		return err;
+	STAT_ADD(s, children_unmanaged, 1);
+	stats_close(s);
+	return 0;
+}
+
 void stats_close(const struct stats *s)
 {
 	munmap((void *)s, sizeof(*s));

@@ -26,7 +26,8 @@
 	X(memnodes_drained) X(pages_migrated) X(pages_migrated_home) X(pages_lost) X(memnodes_rejoined) \
 	X(forks_lazy) X(forks_lazy_ended) X(pages_child_served) \
 	X(pages_failed_over) X(pages_rereplicated) X(pages_backup_written) X(pages_backup_read) X(preferred_node) \
-	X(locked_bytes) X(locked_all) X(pages_copied_out)
+	X(locked_bytes) X(locked_all) X(pages_copied_out) X(children_unmanaged) \
+	X(pages_brought_home) X(home_held)
 
 struct stats {
 	uint64_t magic;
@@ -40,10 +41,19 @@ struct stats {
 	 * latencies in [2^i, 2^(i+1)) ns, bucket 0 also 0 and 1 ns, the last
 	 * everything from 2^(STATS_HIST_BUCKETS-1) ns (2.1 s) up. */
 	uint64_t hist_remote_ns[STATS_HIST_BUCKETS];
+	/* Written by `comex home PID` (1: bring every page home and hold it
+	 * there, 0: let go), read by the runtime's home thread, which answers
+	 * in home_held (module home). */
+	uint64_t home_request;
 };
 
-#define STATS_MAGIC 0x3653544154535843ull /* "CXSTATS6" little-endian (1: no histogram, 2: no pages_moved_uncounted,
-					  * 3: no locked_bytes, 4: no frames_renewed, 5: no budget_bytes) */
+/* home_held: 0 no, or: */
+#define HOME_HELD_YES 1     /* every page is home and eviction paused */
+#define HOME_HELD_REFUSED 2 /* asked, but the memory left is too short for the pages away */
+
+#define STATS_MAGIC 0x3753544154535843ull /* "CXSTATS7" little-endian (1: no histogram, 2: no pages_moved_uncounted,
+					  * 3: no locked_bytes, 4: no frames_renewed, 5: no budget_bytes,
+					  * 6: no children_unmanaged) */
 
 /* Creates the shared file for this process; falls back to private memory
  * (logged) so that a missing /dev/shm never stops the program. */
@@ -51,6 +61,11 @@ int stats_create(struct stats **out);
 /* Maps another process's counters read-only; -ESRCH if it has none. */
 int stats_open(int pid, const struct stats **out);
 void stats_close(const struct stats *s);
+/* Maps process pid's counters read-write (for home_request); -ESRCH. */
+int stats_attach(int pid, struct stats **out);
+/* Counts, in the counters of process pid, an exec'd child of it that runs
+ * unmanaged (children_unmanaged); -ESRCH if pid has none. */
+int stats_note_unmanaged(int pid);
 void stats_unlink(int pid);
 /* Removes the counters of processes that are gone (killed outright, or a
  * forked child nobody waited for). A process is gone once reaped: a

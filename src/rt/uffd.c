@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "rtfd.h"
 #include "uapi.h"
 
 #ifndef USERFAULTFD_IOC_NEW
@@ -26,10 +27,10 @@ static int open_raw(void)
 		fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
 		close(dev);
 		if (fd >= 0)
-			return fd;
+			return rtfd_adopt(fd);
 	}
 	fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	return fd >= 0 ? fd : -errno;
+	return fd >= 0 ? rtfd_adopt(fd) : -errno;
 }
 
 /* One UFFDIO_API handshake per descriptor: asking for a feature the kernel

@@ -1,0 +1,313 @@
+/* interpose_fd: the descriptor calls comex's runtime puts in front of the C
+ * library. Made by runtime code (rt_internal: the runtime's threads, UCX's,
+ * start-up), a new descriptor moves to the runtime's range (rtfd). Made by
+ * the program, it is the kernel's lowest free number, as without comex.
+ * For the program the runtime's descriptors are not open: close,
+ * close_range, closefrom, dup, dup2/dup3 from them, fcntl and syscall() with
+ * those numbers pass over them or fail with EBADF, and the runtime keeps
+ * working. dup2/dup3 onto one fails with EBUSY (logged). docs/PAGER.md P40. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "rt.h"
+#include "rawsys.h"
+#include "rtfd.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE (1u << 1)
+#endif
+
+static int ebadf(void)
+{
+	errno = EBADF;
+	return -1;
+}
+
+/* Whether fd is the runtime's and the caller the program */
+static inline bool hidden(int fd)
+{
+	return !rt_internal && rtfd_owned(fd);
+}
+
+/* ---- the C library's own versions ---- */
+
+/* Looked up on first use; rt.c calls interpose_fd_resolve() at start-up so
+ * that no runtime thread ever looks one up (dlsym takes the loader's lock). */
+#define NEXT_FNS(X) \
+	X(close, int, (int)) X(dup2, int, (int, int)) X(dup, int, (int)) \
+	X(fcntl, int, (int, int, ...)) X(open, int, (const char *, int, ...)) \
+	X(openat, int, (int, const char *, int, ...)) X(shm_open, int, (const char *, int, mode_t)) \
+	X(socket, int, (int, int, int)) X(socketpair, int, (int, int, int, int *)) \
+	X(accept, int, (int, struct sockaddr *, socklen_t *)) \
+	X(accept4, int, (int, struct sockaddr *, socklen_t *, int)) X(pipe, int, (int *)) \
+	X(pipe2, int, (int *, int)) X(epoll_create, int, (int)) X(epoll_create1, int, (int)) \
+	X(eventfd, int, (unsigned, int)) X(timerfd_create, int, (int, int)) \
+	X(memfd_create, int, (const char *, unsigned))
+
+#define X(name, ret, params) static ret(*next_##name) params;
+NEXT_FNS(X)
+#undef X
+
+#define NEXT(name) (__builtin_expect(next_##name != NULL, 1) ? next_##name : \
+		    (__typeof__(next_##name))resolve((void **)&next_##name, #name))
+
+static void *resolve(void **slot, const char *name)
+{
+	return *slot = dlsym(RTLD_NEXT, name);
+}
+
+void interpose_fd_resolve(void)
+{
+#define X(name, ret, params) NEXT(name);
+	NEXT_FNS(X)
+#undef X
+}
+
+/* ---- closing ---- */
+
+EXPORT int close(int fd)
+{
+	if (rtfd_owned(fd)) {
+		if (!rt_internal)
+			return ebadf();
+		rtfd_forget(fd);
+	}
+	return NEXT(close)(fd);
+}
+
+/* close_range for the program: the kernel's over the gaps between the
+ * runtime's descriptors. CLOSE_RANGE_UNSHARE takes effect once, first. */
+static int close_range_around(unsigned first, unsigned last, unsigned flags)
+{
+	unsigned lo = first;
+	bool made = false;
+	int fd;
+
+	if (first > last)
+		return (int)sys_ret(-EINVAL);
+	while (lo <= last && (fd = rtfd_next(lo, last)) >= 0) {
+		if ((unsigned)fd > lo) {
+			if (sys_ret(raw6(SYS_close_range, lo, (unsigned)fd - 1, flags, 0, 0, 0)))
+				return -1;
+			made = true;
+			flags &= ~CLOSE_RANGE_UNSHARE;
+		}
+		lo = (unsigned)fd + 1;
+	}
+	if (lo <= last && lo > 0)
+		return (int)sys_ret(raw6(SYS_close_range, lo, last, flags, 0, 0, 0));
+	if (!made && (flags & CLOSE_RANGE_UNSHARE))
+		return (int)sys_ret(raw6(SYS_unshare, 0x400 /* CLONE_FILES */, 0, 0, 0, 0, 0));
+	return 0;
+}
+
+EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+	if (rt_internal)
+		return (int)sys_ret(raw6(SYS_close_range, first, last, flags, 0, 0, 0));
+	return close_range_around(first, last, (unsigned)flags);
+}
+
+EXPORT void closefrom(int low)
+{
+	close_range(low < 0 ? 0 : (unsigned)low, ~0u, 0);
+}
+
+/* ---- duplicating ---- */
+
+static void dup_onto_runtime(int fd)
+{
+	static int warned;
+
+	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		log_warn("the program asked for descriptor %d, which comex's runtime holds (its descriptors "
+			 "are the highest below RLIMIT_NOFILE): EBUSY", fd);
+}
+
+static int dup_checks(int oldfd, int newfd)
+{
+	if (rtfd_owned(oldfd))
+		return -EBADF;
+	if (rtfd_owned(newfd)) {
+		dup_onto_runtime(newfd);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+EXPORT int dup2(int oldfd, int newfd)
+{
+	int err = rt_internal ? 0 : dup_checks(oldfd, newfd);
+
+	return err ? (int)sys_ret(err) : NEXT(dup2)(oldfd, newfd);
+}
+
+EXPORT int dup3(int oldfd, int newfd, int flags)
+{
+	int err = rt_internal ? 0 : dup_checks(oldfd, newfd);
+
+	return err ? (int)sys_ret(err) : (int)sys_ret(raw6(SYS_dup3, oldfd, newfd, flags, 0, 0, 0));
+}
+
+EXPORT int dup(int fd)
+{
+	if (hidden(fd))
+		return ebadf();
+	return rt_internal ? rtfd_adopt(NEXT(dup)(fd)) : NEXT(dup)(fd);
+}
+
+EXPORT int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+	int r;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (hidden(fd))
+		return ebadf();
+	r = NEXT(fcntl)(fd, cmd, arg);
+	return rt_internal && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) ? rtfd_adopt(r) : r;
+}
+EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
+
+/* ---- making: the runtime's go up ---- */
+
+#define NEEDS_MODE(flags) (((flags) & O_CREAT) || ((flags) & O_TMPFILE) == O_TMPFILE)
+
+EXPORT int open(const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	va_list ap;
+
+	if (NEEDS_MODE(flags)) {
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	int fd = NEXT(open)(path, flags, mode);
+
+	return rt_internal ? rtfd_adopt(fd) : fd;
+}
+EXPORT int open64(const char *path, int flags, ...) __attribute__((alias("open")));
+
+EXPORT int __open_2(const char *path, int flags) { return open(path, flags); }
+EXPORT int __open64_2(const char *path, int flags) __attribute__((alias("__open_2")));
+
+EXPORT int openat(int dir, const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	va_list ap;
+
+	if (NEEDS_MODE(flags)) {
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	int fd = NEXT(openat)(dir, path, flags, mode);
+
+	return rt_internal ? rtfd_adopt(fd) : fd;
+}
+EXPORT int openat64(int dir, const char *path, int flags, ...) __attribute__((alias("openat")));
+
+#define MAKER(name, params, args)						\
+	EXPORT int name params							\
+	{									\
+		int fd = NEXT(name) args;					\
+										\
+		return rt_internal ? rtfd_adopt(fd) : fd;			\
+	}
+MAKER(shm_open, (const char *n, int f, mode_t m), (n, f, m))
+MAKER(socket, (int d, int t, int p), (d, t, p))
+MAKER(accept, (int s, struct sockaddr *a, socklen_t *l), (s, a, l))
+MAKER(accept4, (int s, struct sockaddr *a, socklen_t *l, int f), (s, a, l, f))
+MAKER(epoll_create, (int n), (n))
+MAKER(epoll_create1, (int f), (f))
+MAKER(eventfd, (unsigned v, int f), (v, f))
+MAKER(timerfd_create, (int c, int f), (c, f))
+MAKER(memfd_create, (const char *n, unsigned f), (n, f))
+
+/* Two descriptors in fds[2] */
+#define MAKER2(name, params, args, fds)						\
+	EXPORT int name params							\
+	{									\
+		int r = NEXT(name) args;					\
+										\
+		if (!r && rt_internal) {					\
+			fds[0] = rtfd_adopt(fds[0]);				\
+			fds[1] = rtfd_adopt(fds[1]);				\
+		}								\
+		return r;							\
+	}
+MAKER2(pipe, (int fds[2]), (fds), fds)
+MAKER2(pipe2, (int fds[2], int f), (fds, f), fds)
+MAKER2(socketpair, (int d, int t, int p, int fds[2]), (d, t, p, fds), fds)
+
+/* ---- syscall() ---- */
+
+static bool makes_fd(long n)
+{
+	switch (n) {
+#ifdef SYS_open /* x86-64 keeps the old calls beside the *at and *2 ones */
+	case SYS_open: case SYS_epoll_create: case SYS_eventfd:
+#endif
+	case SYS_openat: case SYS_openat2: case SYS_socket: case SYS_accept: case SYS_accept4: case SYS_dup:
+	case SYS_epoll_create1: case SYS_eventfd2: case SYS_timerfd_create: case SYS_memfd_create:
+	case SYS_userfaultfd: case SYS_pidfd_open: case SYS_pidfd_getfd: case SYS_signalfd4:
+	case SYS_perf_event_open:
+		return true;
+	}
+	return false;
+}
+
+/* The program's close, close_range, dup2, dup3, dup and fcntl by number are
+ * checked as through their functions; what runtime code makes moves up. */
+EXPORT long syscall(long n, ...)
+{
+	long a[6];
+	va_list ap;
+
+	va_start(ap, n);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (!rt_internal) {
+		switch (n) {
+		case SYS_close:
+			return rtfd_owned((int)a[0]) ? ebadf() : sys_ret(raw6(n, a[0], 0, 0, 0, 0, 0));
+		case SYS_close_range:
+			return close_range_around((unsigned)a[0], (unsigned)a[1], (unsigned)a[2]);
+#ifdef SYS_dup2
+		case SYS_dup2:
+#endif
+		case SYS_dup3: {
+			int err = dup_checks((int)a[0], (int)a[1]);
+
+			if (err)
+				return sys_ret(err);
+			break;
+		}
+		case SYS_dup: case SYS_fcntl:
+			if (rtfd_owned((int)a[0]))
+				return ebadf();
+			break;
+		}
+		return sys_ret(raw6(n, a[0], a[1], a[2], a[3], a[4], a[5]));
+	}
+	if (n == SYS_close)
+		rtfd_forget((int)a[0]); /* before: the number may be the program's the moment it is closed */
+	long r = sys_ret(raw6(n, a[0], a[1], a[2], a[3], a[4], a[5]));
+
+	return r >= 0 && (makes_fd(n) || (n == SYS_fcntl && (a[1] == F_DUPFD || a[1] == F_DUPFD_CLOEXEC))) ?
+		       rtfd_adopt((int)r) : r;
+}
