@@ -26,7 +26,11 @@ overrides the text for every test it names, and the error section at the end
 of the output settles FAIL/ERROR and gives the failure text. A test whose
 outcome differs between the two runs is listed with an excerpt of the comex
 run's failure text and of what was printed while it ran. A test skipped in
-both runs is the same outcome whatever the reasons.
+both runs is the same outcome whatever the reasons. Differing tests are run
+again alone (regrtest -m ID), natively and under comex (--retries, default 1):
+a difference whose native outcome changes and then agrees with comex is a
+native flake ("native-flaky") and does not count; the others are marked
+"reproduced" or "unstable" and count.
 
 Output: a table on stdout (progress on stderr), with --json PATH a versioned
 JSON document; raw logs stay in --logs DIR. Exit status 0 when no module
@@ -60,6 +64,7 @@ MIB = 1 << 20
 KILL_GRACE = 10          # seconds between SIGTERM and SIGKILL of a timed-out run
 EXCERPT_LINES = 6        # lines of failure text kept per differing test
 INLINE_LINES = 4         # lines of output printed while a differing test ran
+MAX_RERUN = 20           # differing tests rerun per module at most (more: likely a crash)
 
 # The measuring child: runs argv[2:] with stdout/stderr inherited, writes
 # {"rc", "maxrss_kib"} to argv[1]; its own RSS is not part of RUSAGE_CHILDREN.
@@ -436,8 +441,9 @@ def run_module(module, args, logs, env_native, env_comex):
     work.mkdir(exist_ok=True)
     result = {"module": module}
 
-    def regrtest(xml):
-        return [args.python, "-m", "test", "-v", "--junit-xml", str(xml), module]
+    def regrtest(xml, only=()):
+        match = [a for k in only for a in ("-m", k)]
+        return [args.python, "-m", "test", "-v", "--junit-xml", str(xml)] + match + [module]
 
     for f in mdir.glob("*.xml"):
         f.unlink()
@@ -456,6 +462,7 @@ def run_module(module, args, logs, env_native, env_comex):
     if args.stats:
         ccmd += ["--stats-json", str(mdir / "comex.stats.json")]
         (mdir / "comex.stats.json").unlink(missing_ok=True)
+    comex_prefix = list(ccmd)
     ccmd += ["--"] + regrtest(com_xml)
     if nat["timed_out"]:
         # nothing to compare with: do not spend another --timeout on it
@@ -508,13 +515,18 @@ def run_module(module, args, logs, env_native, env_comex):
         if inline:
             d["printed"] = inline[:INLINE_LINES]
         diffs.append(d)
-    # "same": every test has the same outcome; "differs": some test does not, or
-    # the comex run timed out, or only one run reported no test at all;
-    # "not-compared": the native run itself timed out.
+    rerun_differing(module, args, mdir, diffs, regrtest, comex_prefix, env_native, env_comex, work)
+    # "same": every test has the same outcome; "flaky": the only differences are
+    # native outcomes that changed when the test ran again; "differs": some test
+    # differs otherwise, or the comex run timed out, or only one run reported no
+    # test at all; "not-compared": the native run itself timed out.
+    counted = [d for d in diffs if d.get("verdict") != "native-flaky"]
     if nat["timed_out"]:
         status = "not-compared"
-    elif diffs or com["timed_out"]:
+    elif counted or com["timed_out"]:
         status = "differs"
+    elif diffs:
+        status = "flaky"
     elif not ntests and not ctests:
         status = "same" if nat["regrtest_result"] == com["regrtest_result"] else "differs"
     else:
@@ -527,6 +539,48 @@ def run_module(module, args, logs, env_native, env_comex):
             if run is nat or t["outcome"] in ("ok", "skipped"):
                 t.pop("text", None)
     return result
+
+
+def rerun_differing(module, args, mdir, diffs, regrtest, comex_prefix, env_native, env_comex, work):
+    """Run the differing tests again, alone (`-m ID`), natively and under comex,
+    --retries times. Verdict per test: "reproduced" (both sides as before every
+    time), "native-flaky" (a native outcome changed and then matched the comex
+    one: not counted as a difference), "unstable" (otherwise), "not-rerun"."""
+    ids = [d["test"] for d in diffs if d["test"].rsplit(".", 1)[-1] not in FIXTURES]
+    for d in diffs:
+        d["verdict"] = "not-rerun"
+        d["reruns"] = []
+    if not ids or args.retries <= 0:
+        return
+    if len(ids) > MAX_RERUN:
+        progress(f"{module}: {len(ids)} tests differ, more than {MAX_RERUN}: not rerun")
+        return
+    for n in range(1, args.retries + 1):
+        progress(f"{module}: rerun {n}/{args.retries} of the {len(ids)} differing test(s) ...")
+        out = {}
+        for name, prefix, env in (("native", [], env_native), ("comex", comex_prefix + ["--"], env_comex)):
+            xml = mdir / f"{name}.rerun{n}.xml"
+            xml.unlink(missing_ok=True)
+            cmd = prefix + regrtest(xml, ids)
+            if name == "comex" and args.stats:
+                cmd[cmd.index("--stats-json") + 1] = str(mdir / f"comex.rerun{n}.stats.json")
+            r = run_measured(cmd, mdir / f"{name}.rerun{n}.log", mdir / f"{name}.rerun{n}.rss.json",
+                             env, work, args.timeout)
+            text = (mdir / f"{name}.rerun{n}.log").read_bytes().decode("utf-8", "replace")
+            out[name] = outcomes(text, xml, r["timed_out"])["tests"]
+        for d in diffs:
+            if d["test"] in ids:
+                d["reruns"].append({k: out[k].get(d["test"], {"outcome": "missing"})["outcome"] for k in out})
+    for d in diffs:
+        rr = d["reruns"]
+        if not rr:
+            continue
+        if all(r["native"] == d["native"] and r["comex"] == d["comex"] for r in rr):
+            d["verdict"] = "reproduced"
+        elif any(r["native"] != d["native"] for r in rr) and all(r["native"] == r["comex"] for r in rr):
+            d["verdict"] = "native-flaky"
+        else:
+            d["verdict"] = "unstable"
 
 
 def excerpt(text):
@@ -594,6 +648,8 @@ def metadata(args):
         "comex_sha256": sha256(args.comex),
         "libcomex_rt_sha256": sha256(comex_dir / "libcomex-rt.so"),
         "comex_git_commit": text_of(["git", "-C", str(ROOT), "rev-parse", "HEAD"]),
+        # a binary copied out of the tree may be older than the commit above
+        "comex_in_repo": Path(args.comex).resolve().is_relative_to(ROOT),
         "comex_git_dirty": bool(text_of(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"])),
         "vm.unprivileged_userfaultfd": (text_of(["cat", "/proc/sys/vm/unprivileged_userfaultfd"])),
         "uid": os.getuid(),
@@ -628,6 +684,9 @@ def print_table(results, meta, args):
     print(f"python {meta['python_version'].split()[0] if meta['python_version'] else '?'}, kernel {meta['kernel']}, "
           f"{meta['nproc']} CPUs, {(meta['mem_total_bytes'] or 0) / 2**30:.1f} GiB, comex {meta['comex_git_commit'] or '?'}"
           f"{' (dirty tree)' if meta['comex_git_dirty'] else ''}")
+    if not meta["comex_in_repo"]:
+        print(f"binary {meta['comex']} (outside the repository: the commit above may not be what it was built from;"
+              f" sha256 {(meta['comex_sha256'] or '?')[:12]})")
     print("evicted: pages the top python process paged out (comex --stats-json); its children are not counted")
     print()
     hdr = ("module", "native peak", "local-mem", "evicted", "native", "comex", "time n/c s", "result")
@@ -660,7 +719,9 @@ def print_table(results, meta, args):
         for d in r["diffs"]:
             if d["comex"] == "missing" and len(missing) > 5:
                 continue
-            print(f"  {d['test']}: native {d['native']}, comex {d['comex']}")
+            rr = "; ".join(f"{r['native']}/{r['comex']}" for r in d.get("reruns", []))
+            print(f"  {d['test']}: native {d['native']}, comex {d['comex']}"
+                  f"   [{d.get('verdict', 'not-rerun')}{': rerun native/comex ' + rr if rr else ''}]")
             for k in sorted(d.get("subtests_comex", {})):
                 if d["subtests_comex"][k] != d.get("subtests_native", {}).get(k):
                     print(f"      subtest {k[len(d['test']):].strip()}: {d['subtests_comex'][k]}")
@@ -691,6 +752,10 @@ def main():
     ap.add_argument("--timeout", type=float, default=900, help="seconds per module run (default %(default)s)")
     ap.add_argument("--env-extra", action="append", default=[], metavar="KEY=VAL",
                     help="environment variable for the comex runs only (repeatable)")
+    ap.add_argument("--retries", type=int, default=1,
+                    help="run differing tests again alone, native and comex, this many times; a difference whose "
+                         "native outcome changes and then matches comex is reported as native-flaky and not "
+                         "counted (default %(default)s; 0: no reruns)")
     ap.add_argument("--json", metavar="PATH", help="write the versioned JSON results here")
     ap.add_argument("--logs", metavar="DIR", help="keep raw outputs here (default: a new /tmp/cpython-corpus-* dir)")
     ap.add_argument("--no-stats", dest="stats", action="store_false",
@@ -729,10 +794,11 @@ def main():
     finished = datetime.datetime.now(datetime.timezone.utc)
 
     print_table(results, meta, args)
-    differ = [r["module"] for r in results if r["status"] != "same"]
+    differ = [r["module"] for r in results if r["status"] not in ("same", "flaky")]
     print()
-    print("all modules same" if not differ else f"{len(differ)} module(s) differ or could not be compared: "
-          + ", ".join(differ))
+    flaky = [r["module"] for r in results if r["status"] == "flaky"]
+    print((f"no module differs" + (f" (native-flaky tests only: {', '.join(flaky)})" if flaky else ""))
+          if not differ else f"{len(differ)} module(s) differ or could not be compared: " + ", ".join(differ))
 
     if args.json:
         doc = {

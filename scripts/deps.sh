@@ -2,7 +2,7 @@
 # Installs the Debian packages comex needs to build, test and demo, when any
 # is missing. Needs root (or sudo) only when something must be installed.
 set -euo pipefail
-pkgs=(cmake ninja-build pkg-config gcc clang libclang-rt-14-dev libucx-dev libmimalloc-dev libxxhash-dev libssl-dev python3 sqlite3 redis-server redis-tools python3-numpy python3-matplotlib stress-ng curl python3-prometheus-client dpkg-dev nodejs default-jdk-headless ruby lua5.4 luajit rustc golang-go)
+pkgs=(cmake ninja-build pkg-config gcc clang libclang-rt-14-dev libucx-dev libmimalloc-dev libxxhash-dev libssl-dev python3 sqlite3 redis-server redis-tools python3-numpy python3-matplotlib stress-ng curl python3-prometheus-client dpkg-dev nodejs default-jdk-headless ruby lua5.4 luajit rustc golang-go gdb libpython3.11-testsuite)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

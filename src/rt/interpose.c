@@ -299,6 +299,8 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 					hint_missed(p, len);
 				return map_flags(p, len, prot, flags);
 			}
+			if (err == -ENOMEM)
+				AS_RUNTIME(pager_outside(len));
 		}
 		if (fixed && overlaps_region(addr, len)) {
 			if (anon_private && inside_region(addr, len)) {

@@ -5,13 +5,15 @@
  * For the program the runtime's descriptors are not open: close,
  * close_range, closefrom, dup, dup2/dup3 from them, fcntl and syscall() with
  * those numbers pass over them or fail with EBADF, and the runtime keeps
- * working. dup2/dup3 onto one fails with EBUSY (logged). docs/PAGER.md P40. */
+ * working; fstat and its kin, with which programs probe their descriptor
+ * table (CPython's fd_status), fail with EBADF on them too. dup2/dup3 onto one fails with EBUSY (logged). docs/PAGER.md P40. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -44,14 +46,16 @@ static inline bool hidden(int fd)
  * that no runtime thread ever looks one up (dlsym takes the loader's lock). */
 #define NEXT_FNS(X) \
 	X(close, int, (int)) X(dup2, int, (int, int)) X(dup, int, (int)) \
-	X(fcntl, int, (int, int, ...)) X(open, int, (const char *, int, ...)) \
+	X(fcntl, int, (int, int, ...)) \
 	X(openat, int, (int, const char *, int, ...)) X(shm_open, int, (const char *, int, mode_t)) \
 	X(socket, int, (int, int, int)) X(socketpair, int, (int, int, int, int *)) \
 	X(accept, int, (int, struct sockaddr *, socklen_t *)) \
 	X(accept4, int, (int, struct sockaddr *, socklen_t *, int)) X(pipe, int, (int *)) \
 	X(pipe2, int, (int *, int)) X(epoll_create, int, (int)) X(epoll_create1, int, (int)) \
 	X(eventfd, int, (unsigned, int)) X(timerfd_create, int, (int, int)) \
-	X(memfd_create, int, (const char *, unsigned))
+	X(memfd_create, int, (const char *, unsigned)) X(fstat, int, (int, struct stat *)) \
+	X(__fxstat, int, (int, int, struct stat *)) X(fstatat, int, (int, const char *, struct stat *, int)) \
+	X(statx, int, (int, const char *, int, unsigned, struct statx *))
 
 #define X(name, ret, params) static ret(*next_##name) params;
 NEXT_FNS(X)
@@ -181,25 +185,44 @@ EXPORT int fcntl(int fd, int cmd, ...)
 }
 EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
 
+/* ---- probing ---- */
+
+EXPORT int fstat(int fd, struct stat *st)
+{
+	return hidden(fd) ? ebadf() : NEXT(fstat)(fd, st);
+}
+EXPORT int fstat64(int fd, struct stat64 *st) { return fstat(fd, (struct stat *)st); } /* one layout on 64-bit */
+
+/* What programs built against a C library older than 2.33 call */
+EXPORT int __fxstat(int ver, int fd, struct stat *st)
+{
+	return hidden(fd) ? ebadf() : NEXT(__fxstat)(ver, fd, st);
+}
+EXPORT int __fxstat64(int ver, int fd, struct stat *st) __attribute__((alias("__fxstat")));
+
+/* The descriptor itself: AT_EMPTY_PATH with an empty path */
+static bool hidden_at(int dir, const char *path, int flags)
+{
+	return (flags & AT_EMPTY_PATH) && path && !*path && hidden(dir);
+}
+
+EXPORT int fstatat(int dir, const char *path, struct stat *st, int flags)
+{
+	return hidden_at(dir, path, flags) ? ebadf() : NEXT(fstatat)(dir, path, st, flags);
+}
+EXPORT int fstatat64(int dir, const char *path, struct stat64 *st, int flags)
+{
+	return fstatat(dir, path, (struct stat *)st, flags);
+}
+
+EXPORT int statx(int dir, const char *path, int flags, unsigned mask, struct statx *out)
+{
+	return hidden_at(dir, path, flags) ? ebadf() : NEXT(statx)(dir, path, flags, mask, out);
+}
+
 /* ---- making: the runtime's go up ---- */
 
 #define NEEDS_MODE(flags) (((flags) & O_CREAT) || ((flags) & O_TMPFILE) == O_TMPFILE)
-
-EXPORT int open(const char *path, int flags, ...)
-{
-	mode_t mode = 0;
-	va_list ap;
-
-	if (NEEDS_MODE(flags)) {
-		va_start(ap, flags);
-		mode = va_arg(ap, mode_t);
-		va_end(ap);
-	}
-	int fd = NEXT(open)(path, flags, mode);
-
-	return rt_internal ? rtfd_adopt(fd) : fd;
-}
-EXPORT int open64(const char *path, int flags, ...) __attribute__((alias("open")));
 
 EXPORT int __open_2(const char *path, int flags) { return open(path, flags); }
 EXPORT int __open64_2(const char *path, int flags) __attribute__((alias("__open_2")));
@@ -219,6 +242,20 @@ EXPORT int openat(int dir, const char *path, int flags, ...)
 	return rt_internal ? rtfd_adopt(fd) : fd;
 }
 EXPORT int openat64(int dir, const char *path, int flags, ...) __attribute__((alias("openat")));
+
+EXPORT int open(const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	va_list ap;
+
+	if (NEEDS_MODE(flags)) {
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	return openat(AT_FDCWD, path, flags, mode); /* what the C library's open is */
+}
+EXPORT int open64(const char *path, int flags, ...) __attribute__((alias("open")));
 
 #define MAKER(name, params, args)						\
 	EXPORT int name params							\

@@ -282,6 +282,19 @@ int pager_mmap(size_t len, int prot, void **out)
 	return err;
 }
 
+int pager_outside(size_t len)
+{
+	static int warned;
+
+	STAT_ADD(P.c.stats, bytes_mapped_outside, len);
+	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		log_warn("a mapping of %zu MiB finds no room in the managed region (option region, %llu MiB of which "
+			 "%llu MiB are free for mappings): the kernel maps it, unmanaged, outside the budget "
+			 "(bytes_mapped_outside counts every such mapping); a larger region manages it", len >> 20,
+			 (unsigned long long)(P.c.npages >> 8), (unsigned long long)(ranges_free_pages(P.ranges) >> 8));
+	return 0;
+}
+
 /* MAP_FIXED anonymous over the region: fresh zero pages, without replacing
  * the registered mapping (which would lose userfaultfd coverage); foreign
  * mappings there are replaced by managed memory again. With noreplace

@@ -59,6 +59,9 @@ int pager_mmap_fixed(void *addr, size_t len, int prot, bool noreplace);
 int pager_munmap(void *addr, size_t len);
 int pager_madvise(void *addr, size_t len, int advice);
 int pager_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newaddr, void **out);
+/* An anonymous mapping of len bytes found no room in the region and goes
+ * to the kernel, unmanaged: counted (bytes_mapped_outside), logged once. */
+int pager_outside(size_t len);
 /* True when len more bytes fit in the budget now (a hint: not locked). */
 bool pager_fits(size_t len);
 /* Fork: prepare brings every page home and holds the lock; parent/child after. */
