@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "cpuload.h"
 #include "log.h"
+#include "wakeup.h"
 #include "netaddr.h"
 
 #define TP_AM_ID 7      /* control message in the AM data */
@@ -589,10 +590,13 @@ int tp_run(struct tp *t, bool (*done)(void *arg), void *arg, uint64_t spin_ns, u
 		/* polling pays only while a CPU is free for it: on a machine with
 		 * more runnable threads than CPUs it takes the CPU of the very
 		 * thread (the program, the peer) it is waiting for */
-		if (now - last < spin_ns && !cpuload_contended(now))
+		if (now - last < spin_ns && !cpuload_contended(now)) {
+			wakeup_sleeping(false);
 			continue;
+		}
 		if (ucp_worker_arm(t->worker) == UCS_ERR_BUSY)
 			continue;  /* events arrived since the last progress */
+		wakeup_sleeping(true);
 		if (timeout_ns && (timeout_ns - (now - start)) / 1000000 + 1 < (uint64_t)ms)
 			ms = (int)((timeout_ns - (now - start)) / 1000000) + 1;
 		rc = poll(&pfd, 1, ms);

@@ -20,7 +20,7 @@ counter() {
 # be taken for a failed one.
 start_job() {
   local name=$1 mns=$2 c=; shift 2
-  timeout -k 10 "$hang_guard" "$bin" run --local-mem "$lm" --memnode "$mns" --token-file "$dir/token" \
+  timeout -k 10 "$hang_guard" "$bin" run --local-mem "$lm" --memnode "$mns" --token-file "$dir/token" --log-level 2 \
     "${@:---replicas=2}" --op-timeout "${OPT_TIMEOUT:-20s}" --stats-json "$dir/$name.json" -- "${job[@]}" >"$dir/$name.comex" 2>"$dir/$name.err" &
   run_pid=$!; pids+=("$run_pid"); prog=
   for _ in $(seq 1 $((hang_guard * 10))); do # timeout -> comex run -> the program

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +27,7 @@
 #include "serve.h"
 #include "sysmem.h"
 #include "transport.h"
+#include "wakeup.h"
 
 #define FRAME_SIZE 4096ull
 /* A client that was told to go (bad token, BYE) gets this long to read the
@@ -49,6 +51,8 @@ struct memnode {
 	struct elastic *elastic; /* option host-reserve: gives memory back to the host; NULL: off */
 	uint64_t corrupt_every;  /* test hook COMEX_TEST_CORRUPT_READS; 0: off */
 	uint64_t reads;          /* READs answered, for the test hook */
+	uint64_t idle_since;      /* lingering: monotonic ns since no client is connected; 0: one is */
+	bool lingering;
 	uint8_t reply[PROTO_MAX_MSG];
 };
 
@@ -60,6 +64,22 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	signals_seen++;
+}
+
+/* The embedded memnode of `comex run` whose program ended (docs/PAGER.md
+ * P44): SIGUSR1, stay while clients are connected (forked children of the
+ * program that outlive it, a daemon); SIGUSR2, also wait LINGER_FIRST_NS
+ * for one to connect (the program handed pages to children that are about
+ * to). It then no longer dies with its launcher, says so with
+ * MEMNODE_LINGER_FILE, and exits once no client has been connected for
+ * LINGER_IDLE_NS. */
+#define LINGER_FIRST_NS 3000000000ull
+#define LINGER_IDLE_NS 2000000000ull
+static volatile sig_atomic_t linger_asked; /* 0, SIGUSR1 or SIGUSR2 */
+
+static void on_linger(int sig)
+{
+	linger_asked = sig;
 }
 
 /* Claims a core for busy-polling so that no two memnodes on this machine spin
@@ -263,7 +283,7 @@ static bool has_work(void *arg)
 	struct memnode *m = arg;
 	uint64_t frames;
 
-	return stop_now(m) || m->close_due || drain_due(m) ||
+	return stop_now(m) || m->close_due || drain_due(m) || (linger_asked && !m->lingering) ||
 	       (m->drain_until && !serve_drain_left(m->serve, &frames) && !m->conns);
 }
 
@@ -356,6 +376,32 @@ static bool drain_over(struct memnode *m)
 	return false;
 }
 
+static void linger_begin(struct memnode *m, uint64_t now)
+{
+	const char *dir = getenv(MEMNODE_DIR_ENV);
+	char path[160];
+	int fd;
+
+	m->lingering = true;
+	m->idle_since = m->conns ? 0 : now + (linger_asked == SIGUSR2 ? LINGER_FIRST_NS - LINGER_IDLE_NS : 0);
+	prctl(PR_SET_PDEATHSIG, 0);
+	log_info("the program ended: serving its %s until none has been connected for %llu ms",
+		 m->conns ? "forked children still connected" : "forked children", LINGER_IDLE_NS / 1000000);
+	snprintf(path, sizeof(path), "%s/" MEMNODE_LINGER_FILE, dir ? dir : ".");
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) >= 0)
+		close(fd);
+}
+
+/* Lingering: true once no client has been connected for LINGER_IDLE_NS */
+static bool linger_over(struct memnode *m, uint64_t now)
+{
+	if (m->conns)
+		m->idle_since = 0;
+	else if (!m->idle_since)
+		m->idle_since = now;
+	return m->idle_since && now > m->idle_since && now - m->idle_since > LINGER_IDLE_NS;
+}
+
 static int event_loop(struct memnode *m, uint64_t spin_ns)
 {
 	uint64_t next = 0, look = 0;
@@ -373,6 +419,15 @@ static int event_loop(struct memnode *m, uint64_t spin_ns)
 			wake = look;
 		if (m->drain_until && (!wake || m->drain_until < wake))
 			wake = m->drain_until;
+		if (linger_asked && !m->lingering) {
+			if (linger_asked == SIGUSR1 && !m->conns)
+				return 0; /* nobody to linger for */
+			linger_begin(m, now);
+		}
+		if (m->lingering && linger_over(m, now))
+			return 0;
+		if (m->lingering && (!wake || now + LINGER_IDLE_NS / 4 < wake))
+			wake = now + LINGER_IDLE_NS / 4;
 		timeout = wake ? (wake > now ? wake - now : 1) : 0;
 		err = tp_run(m->tp, has_work, m, spin_ns, timeout);
 		if (err && err != -ETIMEDOUT && err != -EINTR)
@@ -520,12 +575,20 @@ int memnode_main(const struct options *o)
 	if (*opt_str(o, OPT_METRICS_LISTEN) &&
 	    (err = memnode_metrics_start(opt_str(o, OPT_METRICS_LISTEN), m.serve, sc.nid, &metrics)))
 		goto cleanup_serve;
+	if (wakeup_apply(opt_str(o, OPT_SCHED))) {
+		log_error("option sched: '%s' is none of normal, slice, fifo", opt_str(o, OPT_SCHED));
+		err = -EINVAL;
+		goto cleanup_metrics;
+	}
 	if (spin && !claim_spin_core()) {
 		log_info("every polling core is claimed by another memnode; sleeping between requests");
 		spin = 0;
 	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = on_linger;
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
 	if (max > bytes)
 		log_info("pool of %llu MiB grows on demand up to %llu MiB", (unsigned long long)(bytes >> 20),
 			 (unsigned long long)(max >> 20));
@@ -534,8 +597,9 @@ int memnode_main(const struct options *o)
 		 rma ? "one-sided rma" : "validated");
 	err = event_loop(&m, spin);
 	reap(&m, true);
-	memnode_metrics_stop(metrics);
 	log_info("stopped");
+cleanup_metrics:
+	memnode_metrics_stop(metrics);
 cleanup_serve:
 	elastic_destroy(m.elastic);
 	serve_destroy(m.serve);

@@ -18,6 +18,7 @@
 #include "cpuload.h"
 #include "forkchild.h"
 #include "log.h"
+#include "wakeup.h"
 #include "pager_impl.h"
 #include "prefetch.h"
 #include "rtmem.h"
@@ -705,6 +706,7 @@ void pager_run(int cpu)
 		 * kept it waiting there until the spin ended or the scheduler
 		 * preempted it (P32) */
 		if (now - idle_since < spin && !cpuload_contended(now)) {
+			wakeup_sleeping(false);
 			wait_for_faults(0, now);
 			if (P.c.spin_yield)
 				sched_yield();
@@ -712,6 +714,7 @@ void pager_run(int cpu)
 				__builtin_ia32_pause();
 			continue;
 		}
+		wakeup_sleeping(true);
 		wait_for_faults(1000, now);
 	}
 }

@@ -23,6 +23,7 @@
  * with ESRCH instead of ENOENT). */
 #include <errno.h>
 #include <inttypes.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -433,7 +434,13 @@ void forkchild_complete_all(void)
 			for (uint64_t p = area ? P.c.heap_pages : 0; p < (area ? c->map_hi : c->heap_hi); p++)
 				if (servable(c, p, pte_node(c->pt[p]), pte_pfn(c->pt[p])))
 					serve_data(c, p);
+		/* its registration goes with the descriptor: then it may take
+		 * its memory over (forkchild_wait_own) */
+		close(c->uffd);
+		c->uffd = -1;
 		__atomic_store_n(&shared_of(c->got)->complete, 1, __ATOMIC_RELEASE);
+		syscall(SYS_futex, &shared_of(c->got)->complete, FUTEX_WAKE, 1, NULL, NULL, 0);
+		STAT_ADD(P.c.stats, children_handed, 1);
 		free_slot(c);
 	}
 	pager_unlock();
@@ -461,3 +468,31 @@ void forkchild_discarded(uint64_t idx)
 }
 
 bool forkchild_is_lazy_child(void) { return lazy_got != NULL; }
+
+/* A forked child owns all of its memory once its parent handed it every
+ * page (a lazy child: complete, P29) or, when nothing was left remote (an
+ * eager fork, or a fork of a lazy child, which brings its pages home
+ * first), once the parent is gone, as a daemon's is: before that, the
+ * usual fork + exec has no use for a pager of its own. */
+bool forkchild_wait_own(pid_t parent)
+{
+	uint8_t *got = lazy_got;
+	int pidfd;
+
+	if (got) {
+		int *flag = &shared_of(got)->complete;
+
+		while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE))
+			syscall(SYS_futex, flag, FUTEX_WAIT, 0, NULL, NULL, 0);
+		return true;
+	}
+	pidfd = (int)syscall(SYS_pidfd_open, parent, 0);
+	if (pidfd < 0)
+		return getppid() != parent; /* gone already (ESRCH), or no pidfd: only if gone */
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	while (poll(&p, 1, -1) < 0 && errno == EINTR)
+		;
+	close(pidfd);
+	return true;
+}

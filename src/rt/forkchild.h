@@ -45,6 +45,10 @@ bool forkchild_defer(unsigned node, uint32_t pfn);
  * zero from now on, never as the snapshot's copy). */
 void forkchild_discarded(uint64_t idx);
 bool forkchild_is_lazy_child(void);
+/* Child side, on a thread of its own: waits until this child owns all its
+ * memory (a lazy child: its parent handed it every page; otherwise: the
+ * parent that forked it is gone); false if that cannot be known. */
+bool forkchild_wait_own(pid_t parent);
 /* Before an exec (and at start-up): this process no longer depends on the
  * parent that served it, nor dies with it. */
 void forkchild_forget_parent(void);

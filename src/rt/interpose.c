@@ -8,6 +8,7 @@
 #include <elf.h>
 #include <link.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <mimalloc.h>
 #include <printf.h>
 #include <pthread.h>
@@ -484,9 +485,13 @@ static void *internal_start(void *p)
 {
 	struct start s = *(struct start *)p;
 
+	struct sched_param normal = { 0 };
+
 	__libc_free(p);
 	rt_internal = 1;
 	uselocale(rt_c_locale);
+	/* a fault handler may run SCHED_FIFO (option sched): what it starts does not */
+	pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
 	return s.fn(s.arg);
 }
 
@@ -539,6 +544,38 @@ EXPORT pid_t fork(void)
 	}
 	errno = err;
 	return pid;
+}
+
+/* daemon(3)'s parent leaves with _exit, which runs no exit handlers: its
+ * lazily served child (P29) would never be handed its pages, and would be
+ * stopped when the parent is gone. The same steps, the parent handing the
+ * child every page first, as exit() does (docs/PAGER.md P44). */
+EXPORT int daemon(int nochdir, int noclose)
+{
+	pid_t pid = fork();
+	int fd;
+
+	if (pid < 0)
+		return -1;
+	if (pid) {
+		locale_t l = rt_enter();
+
+		pager_exit();
+		rt_leave(l);
+		_exit(0);
+	}
+	if (setsid() < 0)
+		return -1;
+	if (!nochdir && chdir("/"))
+		return -1;
+	if (!noclose && (fd = open("/dev/null", O_RDWR)) >= 0) {
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (fd > 2)
+			close(fd);
+	}
+	return 0;
 }
 
 /* ---- exec ---- */

@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #ifndef MREMAP_DONTUNMAP
@@ -105,23 +106,28 @@ void pager_release_frame(unsigned node, uint32_t pfn)
 
 
 
-/* Pages the allocator touched before the region was registered are resident
- * without ever having faulted: account for them. */
+/* Pages resident in memory without ever having faulted (the allocator's,
+ * touched before the region was registered; a reattached child's, which
+ * all came home): into the page table as dirty, and counted. */
 #define ADOPT_SCAN (1ull << 18) /* pages: the first GiB of the heap */
 static void adopt(uint64_t lo, uint64_t hi)
 {
-	unsigned char *vec = rt_alloc(hi - lo);
+	unsigned char *vec = hi > lo ? rt_alloc(hi - lo) : NULL;
 
+	if (hi <= lo)
+		return;
 	if (!vec || syscall(SYS_mincore, page_addr(lo), (hi - lo) << PAGE_SHIFT, vec))
 		log_warn("cannot find pages touched before start-up (%m); they stay outside the budget");
 	else
 		for (uint64_t i = lo; i < hi; i++)
-			if (vec[i - lo] & 1)
+			if ((vec[i - lo] & 1) && pte_state(P.pt[i]) != PTE_FOREIGN)
 				pager_became_resident(i, PTE_DIRTY, 0, 0);
 	rt_free(vec, hi - lo);
 }
 
-int pager_init(const struct pager_config *cfg)
+/* What pager_init and pager_reattach share: the buffers, the memnodes'
+ * write buffers, the descriptors, the registration of the region. */
+static int start(const struct pager_config *cfg)
 {
 	int err;
 
@@ -132,16 +138,8 @@ int pager_init(const struct pager_config *cfg)
 		P.c.evict_batch = MAX_BATCH;
 	if (!P.c.zero_window)
 		P.c.zero_window = 1;
-	P.pt = rt_alloc(cfg->npages * sizeof(pte_t));
-	P.sum = rt_alloc(cfg->npages * sizeof(pagesum_t));
-	if (!P.pt || !P.sum)
-		return -ENOMEM;
-	/* the runtime's tables are not the program's: out of its core dumps */
-	raw_madvise(P.pt, cfg->npages * sizeof(pte_t), MADV_DONTDUMP);
-	raw_madvise(P.sum, cfg->npages * sizeof(pagesum_t), MADV_DONTDUMP);
-	if ((err = ranges_create(cfg->npages - cfg->heap_pages, &P.ranges)) ||
-	    (err = P.c.adaptive && P.c.prefetch_map ? rbuf_create(64, 64, &P.rb) /* unused */
-						    : rbuf_create(cfg->rbuf_pages, cfg->prefetch, &P.rb)) ||
+	if ((err = P.c.adaptive && P.c.prefetch_map ? rbuf_create(64, 64, &P.rb) /* unused */
+						   : rbuf_create(cfg->rbuf_pages, cfg->prefetch, &P.rb)) ||
 	    (err = evict_create(2 * cfg->budget_pages + 4096, cfg->clock, &P.ev)))
 		return err;
 	P.nnodes = client_nodes(cfg->client);
@@ -166,10 +164,70 @@ int pager_init(const struct pager_config *cfg)
 	    (err = reclaim_init()) || (err = fault_init()) || (err = replica_init()) ||
 	    (err = backup_init(cfg->backup_dir)))
 		return err;
-	adopt(0, cfg->heap_pages < ADOPT_SCAN ? cfg->heap_pages : ADOPT_SCAN);
 	cfg->stats->rbuf_bytes = rbuf_bytes(P.rb);
 	cfg->stats->wbuf_bytes = (uint64_t)P.nnodes * cfg->wbuf_pages * PAGE_SIZE;
 	return 0;
+}
+
+int pager_init(const struct pager_config *cfg)
+{
+	int err;
+
+	P.pt = rt_alloc(cfg->npages * sizeof(pte_t));
+	P.sum = rt_alloc(cfg->npages * sizeof(pagesum_t));
+	if (!P.pt || !P.sum)
+		return -ENOMEM;
+	/* the runtime's tables are not the program's: out of its core dumps */
+	raw_madvise(P.pt, cfg->npages * sizeof(pte_t), MADV_DONTDUMP);
+	raw_madvise(P.sum, cfg->npages * sizeof(pagesum_t), MADV_DONTDUMP);
+	if ((err = ranges_create(cfg->npages - cfg->heap_pages, &P.ranges)) || (err = start(cfg)))
+		return err;
+	adopt(0, cfg->heap_pages < ADOPT_SCAN ? cfg->heap_pages : ADOPT_SCAN);
+	return 0;
+}
+
+/* Every page that had a copy elsewhere or was resident is now here or was
+ * discarded: no frame, no eviction-ring entry; what is mapped where
+ * (handed out, foreign) and the protections stay. */
+static void forget_locations(uint64_t lo, uint64_t hi)
+{
+	for (uint64_t i = lo; i < hi; i++) {
+		unsigned s = pte_state(P.pt[i]);
+
+		if (s != PTE_FREE && s != PTE_FOREIGN && s != PTE_EMPTY)
+			P.pt[i] = pte_make(P.pt[i], PTE_EMPTY, 0, 0) & ~PTE_KEEP;
+	}
+}
+
+/* Under the lock, which program threads may wait for meanwhile: every
+ * field after it starts anew but the tables and what they describe. */
+int pager_reattach(const struct pager_config *cfg)
+{
+	struct pager fresh = {
+		.memfd = -1, .pmfd = -1, .pt = P.pt, .sum = P.sum, .ranges = P.ranges, .heap_hi = P.heap_hi,
+		.map_hi = P.map_hi, .locked = P.locked, .locked_all = P.locked_all, .wipe_on_fork = P.wipe_on_fork,
+	};
+	size_t at = offsetof(struct pager, c);
+	int err;
+
+	pager_lock("a forked child taking over its memory");
+	memcpy((char *)&P + at, (char *)&fresh + at, sizeof(P) - at);
+	pthread_cond_init(&P.reclaim_wake, NULL); /* a copy of the parent's, whose waiters are not here */
+	forget_locations(0, P.heap_hi);
+	forget_locations(cfg->heap_pages, P.map_hi);
+	if (!(err = start(cfg))) {
+		adopt(0, P.heap_hi);
+		adopt(cfg->heap_pages, P.map_hi);
+	}
+	pager_unlock();
+	return err;
+}
+
+void pager_fit(void)
+{
+	pager_lock("fitting the budget");
+	reclaim_make_room(0);
+	pager_unlock();
 }
 
 /* ---- the interposed mmap family ---- */

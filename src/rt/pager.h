@@ -42,6 +42,13 @@ struct pager_config {
 };
 
 int pager_init(const struct pager_config *cfg);
+/* In a forked child that holds every page of its own (its parent handed
+ * them all and is gone): the pager starts anew on cfg (a new descriptor,
+ * client and counters), keeping what is mapped where; every resident page
+ * counts against the new budget. */
+int pager_reattach(const struct pager_config *cfg);
+/* Evicts until the resident pages fit in the budget (after a reattach). */
+void pager_fit(void);
 /* A fault handler thread's body, pinned to cpu (>= 0) or not; never returns. */
 void pager_run(int cpu);
 /* The reclaimer thread's body (when cfg->reclaimer); never returns. */

@@ -28,8 +28,10 @@
 #include "placement.h"
 #include "pte.h"
 #include "stats.h"
+#include "tp_fork.h"
 #include "uffd.h"
 #include "watchdog.h"
+#include "wakeup.h"
 
 __thread int rt_internal __attribute__((tls_model("initial-exec")));
 int rt_mode;
@@ -115,7 +117,10 @@ void rt_early(void)
 	if (getenv("COMEX_LOCAL_MEM") && !options_configure(&opts, SC_RUN, 1, argv, &first)) {
 		const char *why;
 
-		log_threshold = (int)opt_num(&opts, OPT_LOG_LEVEL);
+		/* the program's stderr is the program's: what the runtime notes
+		 * there unasked is what needs a person (warnings, errors); its
+		 * comings and goings are in its counters (docs/PAGER.md P41) */
+		log_threshold = strcmp(opts.v[OPT_LOG_LEVEL].origin, "default") ? (int)opt_num(&opts, OPT_LOG_LEVEL) : LOG_WARN;
 		if ((why = reserve_region()))
 			start_failed(why);
 	}
@@ -126,6 +131,7 @@ void rt_early(void)
 static void *handler_main(void *arg)
 {
 	rt_internal = 1;
+	wakeup_apply(opt_str(&opts, OPT_SCHED)); /* checked in configure() */
 	pager_run((int)(intptr_t)arg);
 	return NULL;
 }
@@ -166,12 +172,44 @@ static void fork_phase(int phase)
 	rt_leave(prev);
 }
 
+static const char *start(bool take_over);
+
+/* A forked child that outlives the need for its parent (a daemon's: the
+ * parent exits after the fork) starts a pager of its own once it owns all
+ * its memory, and keeps its budget (docs/PAGER.md P44). */
+static void *own_main(void *arg)
+{
+	const char *why;
+
+	rt_internal = 1;
+	if (!forkchild_wait_own((pid_t)(intptr_t)arg))
+		return NULL;
+	forkchild_forget_parent();
+	if ((why = start(true))) {
+		log_warn("%s; this forked child (pid %d) goes on without comex", why, (int)getpid());
+		return NULL;
+	}
+	__atomic_store_n(&rt_mode, RT_MANAGED, __ATOMIC_RELEASE);
+	pager_fit();
+	return NULL;
+}
+
 static void fork_prepare(void) { fork_phase(0); }
 static void fork_parent(void) { fork_phase(1); }
 static void fork_child(void)
 {
+	sigset_t all, saved;
+	pthread_t t;
+
 	fork_phase(2);
 	rt_mode = RT_DETACHED;
+	sigfillset(&all); /* the runtime's threads take no signals (P13) */
+	pthread_sigmask(SIG_SETMASK, &all, &saved);
+	if (!pthread_create(&t, NULL, own_main, (void *)(intptr_t)getppid())) {
+		pthread_setname_np(t, "comex-own");
+		pthread_detach(t);
+	}
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 }
 
 /* Pages a batch of eviction holds beside the budget for a moment: its
@@ -241,6 +279,7 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 	enum placement_policy place;
 	const char *prefetch = opt_str(&opts, OPT_PREFETCH_POLICY);
 	const char *handlers = opt_str(&opts, OPT_FAULT_HANDLERS);
+	const char *sched = opt_str(&opts, OPT_SCHED);
 	const char *wedge = getenv("COMEX_TEST_WEDGE_AFTER");
 	const char *drop = getenv("COMEX_TEST_DROP_AFTER");
 
@@ -279,6 +318,10 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 	}
 	if (strcmp(handlers, "per-cpu") && strcmp(handlers, "one")) {
 		log_error("option fault-handlers: '%s' is neither per-cpu nor one", handlers);
+		return -EINVAL;
+	}
+	if (strcmp(sched, "normal") && strcmp(sched, "slice") && strcmp(sched, "fifo")) {
+		log_error("option sched: '%s' is none of normal, slice, fifo", sched);
 		return -EINVAL;
 	}
 	if (placement_parse(placement, &place)) {
@@ -354,9 +397,26 @@ static const char *nofile_short(void)
 		       "RLIMIT_NOFILE is below the 64 descriptors the runtime needs" : NULL;
 }
 
+/* A forked child's registration with its parent's descriptor for it goes
+ * when the parent closes that descriptor, a moment after the child was
+ * told it owns its memory: until then the region cannot be registered. */
+#define UNREGISTERED_WAIT_MS 2000
+
+static int wait_unregistered(int uffd)
+{
+	size_t len = (size_t)(rt_region_hi - rt_heap_lo);
+	int err = -EBUSY;
+
+	for (int ms = 0; ms < UNREGISTERED_WAIT_MS && (err = uffd_register(uffd, rt_heap_lo, len, true)) == -EBUSY; ms++)
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	return err ? err : uffd_unregister(uffd, rt_heap_lo, len);
+}
+
 /* Connects, configures and starts the pager; NULL, or why it could not
- * (what it had set up undone, so that the program can run unmanaged). */
-static const char *start(void)
+ * (what it had set up undone, so that the program can run unmanaged).
+ * take_over: in a forked child that owns all its memory, the pager starts
+ * anew over what the parent's left (P44). */
+static const char *start(bool take_over)
 {
 	struct comex_client *cl;
 	struct pager_config pc;
@@ -366,8 +426,14 @@ static const char *start(void)
 
 	if (why)
 		return why;
+	if (take_over && tp_fork_child())
+		return "this UCX cannot be used again in a forked child";
 	if ((err = uffd_open(opt_num(&opts, OPT_WP_ASYNC), opt_num(&opts, OPT_LAZY_FORK), &uffd, &async)))
 		return err == -EPERM || err == -ENOSYS ? uffd_permission_help(err) : "userfaultfd unavailable";
+	if (take_over && wait_unregistered(uffd)) {
+		why = "the parent's registration of this child's memory did not go";
+		goto close_uffd;
+	}
 	if (stats_create(&stats)) {
 		why = "out of memory for counters";
 		goto close_uffd;
@@ -383,9 +449,10 @@ static const char *start(void)
 		goto disconnect;
 	}
 	pc.async = async;
-	if (pager_init(&pc))
+	if (take_over ? pager_reattach(&pc) : pager_init(&pc))
 		fail("pager start-up failed"); /* half made: the region may be registered */
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	if (!take_over)
+		pthread_atfork(fork_prepare, fork_parent, fork_child);
 	start_handlers();
 	if (pc.reclaimer)
 		start_thread(reclaimer_main, NULL, "comex-reclaim");
@@ -425,7 +492,7 @@ __attribute__((constructor(101))) static void rt_init(void)
 	 * program thread and a program handler never runs on the fault path. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &saved);
-	why = start();
+	why = start(false);
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	if (why)
 		start_failed(why);

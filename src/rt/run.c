@@ -21,6 +21,7 @@
 #include "auth.h"
 #include "log.h"
 #include "memcg.h"
+#include "memnode.h"
 #include "options.h"
 #include "stats.h"
 #include "sysmem.h"
@@ -194,8 +195,9 @@ static int resolve_local_mem(const struct options *o, uint64_t *out)
  * temporary directory, for run_orphaned. The program's pid is written to
  * PROGRAM_PID in that directory once it is started. */
 #define LAUNCHER_ENV "COMEX_EMBEDDED_LAUNCHER"
-#define DIR_ENV "COMEX_EMBEDDED_DIR"
 #define PROGRAM_PID "program.pid"
+/* how long the launcher waits for the memnode to say it stays or to exit */
+#define LINGER_ANSWER_MS 2000
 /* how long an orphaned memnode waits for the program to be gone: it was
  * sent SIGKILL with the memnode's SIGTERM, so this is the kernel's time to
  * tear down its memory */
@@ -209,7 +211,7 @@ static void dir_file(const char *dir, const char *name, char *out, size_t cap)
 /* Removes the launcher's temporary directory and what it holds. */
 static void remove_run_dir(const char *dir)
 {
-	static const char *const files[] = { "token", PROGRAM_PID, "memnode.log" };
+	static const char *const files[] = { "token", PROGRAM_PID, "memnode.log", MEMNODE_LINGER_FILE };
 	char path[160];
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
@@ -221,7 +223,7 @@ static void remove_run_dir(const char *dir)
 
 void run_orphaned(void)
 {
-	const char *launcher = getenv(LAUNCHER_ENV), *dir = getenv(DIR_ENV);
+	const char *launcher = getenv(LAUNCHER_ENV), *dir = getenv(MEMNODE_DIR_ENV);
 	char path[160];
 	int pid = 0;
 	FILE *f;
@@ -338,7 +340,7 @@ static int start_embedded(const struct options *o, struct embedded *e, char *add
 		if (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() != (pid_t)atoi(launcher))
 			_exit(1);
 		setenv(LAUNCHER_ENV, launcher, 1);
-		setenv(DIR_ENV, e->dir, 1);
+		setenv(MEMNODE_DIR_ENV, e->dir, 1);
 		if (fd >= 0)
 			dup2(fd, 2);
 		/* descriptors the launcher inherited are the program's (a socket
@@ -350,11 +352,12 @@ static int start_embedded(const struct options *o, struct embedded *e, char *add
 		 * sleep between control requests instead of polling a core */
 		if (opt_num(o, OPT_EMBEDDED_RMA))
 			execl(exe, exe, "memnode", "--listen", "127.0.0.1:0", "--pool", pool, "--pool-max", max,
-			      "--token-file", token, "--drain-timeout", "0", "--data-path", "rma", "--idle-spin", "0",
-			      (char *)NULL);
+			      "--token-file", token, "--drain-timeout", "0", "--sched", opt_str(o, OPT_SCHED),
+			      "--data-path", "rma", "--idle-spin", "0", (char *)NULL);
 		else
 			execl(exe, exe, "memnode", "--listen", "127.0.0.1:0", "--pool", pool, "--pool-max", max,
-			      "--token-file", token, "--drain-timeout", "0", (char *)NULL);
+			      "--token-file", token, "--drain-timeout", "0", "--sched", opt_str(o, OPT_SCHED),
+			      (char *)NULL);
 		_exit(127);
 	}
 	setenv("COMEX_TOKEN_FILE", token, 1);
@@ -404,11 +407,34 @@ static bool log_has_error(const char *path)
 	return found;
 }
 
+/* The program ended without comex failing: the memnode stays while forked
+ * children of the program that outlive it use it (SIGUSR2: the program
+ * handed pages to some, which connect in a moment; SIGUSR1: only if one is
+ * connected now), or exits. True when it stays: it then cleans up after
+ * itself (run_orphaned). */
+static bool linger(struct embedded *e, bool handed)
+{
+	char path[160];
+
+	dir_file(e->dir, MEMNODE_LINGER_FILE, path, sizeof(path));
+	kill(e->pid, handed ? SIGUSR2 : SIGUSR1);
+	for (int ms = 0; ms < LINGER_ANSWER_MS; ms++) {
+		if (!access(path, F_OK))
+			return true;
+		if (waitpid(e->pid, NULL, WNOHANG) == e->pid) {
+			e->pid = 0;
+			return false;
+		}
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	}
+	return false;
+}
+
 /* Stops the embedded memnode. Its log goes to stderr when comex itself may
  * have failed (failed: comex run's or the runtime's own exit status), when
  * the memnode died or logged an error, or at log-level 3 after any non-zero
  * exit: a program that exits 1 by design learns nothing from it. */
-static void stop_embedded(struct embedded *e, bool failed, int rc)
+static void stop_embedded(struct embedded *e, bool failed, int rc, bool handed)
 {
 	char path[128];
 	int status;
@@ -418,6 +444,8 @@ static void stop_embedded(struct embedded *e, bool failed, int rc)
 			  WIFSIGNALED(status) ? "signal" : "exit status",
 			  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
 		failed = true;
+	} else if (e->pid > 0 && !failed && linger(e, handed)) {
+		return;
 	} else if (e->pid > 0) {
 		kill(e->pid, SIGTERM);
 		waitpid(e->pid, NULL, 0);
@@ -499,6 +527,19 @@ static void save_stats(pid_t pid)
 	stats_close(s);
 }
 
+/* Whether the program handed its pages to forked children at its end */
+static bool handed_to_children(pid_t pid)
+{
+	const struct stats *s;
+	bool handed;
+
+	if (stats_open(pid, &s))
+		return false;
+	handed = __atomic_load_n(&s->children_handed, __ATOMIC_RELAXED) > 0;
+	stats_close(s);
+	return handed;
+}
+
 static pid_t child;
 static void forward(int sig) { if (child > 0) kill(child, sig); }
 
@@ -533,7 +574,7 @@ static void listen_pid(pid_t launcher, const char *pid)
 /* With an embedded memnode the program's remote pages live in a process
  * that ends with this launcher, so the program ends with it too (SIGKILL:
  * it could not go on without them), however the launcher dies. */
-static int run_program(const char *path, char **argv, const struct embedded *e)
+static int run_program(const char *path, char **argv, const struct embedded *e, bool *handed)
 {
 	pid_t launcher = getpid();
 	int status;
@@ -562,6 +603,7 @@ static int run_program(const char *path, char **argv, const struct embedded *e)
 	while (waitid(P_PID, (id_t)child, &(siginfo_t){ 0 }, WEXITED | WNOWAIT) < 0 && errno == EINTR)
 		;
 	save_stats(child);
+	*handed = handed_to_children(child);
 	/* a program killed outright (SIGKILL, the watchdog) cannot remove its
 	 * live counters from /dev/shm itself */
 	stats_unlink(child);
@@ -586,6 +628,7 @@ int run_main(struct options *o, int argc, char **argv)
 {
 	char path[PATH_MAX], addr[64], bytes[32], stats[PATH_MAX + OPT_STR_MAX + 2];
 	struct embedded e = { 0 };
+	bool handed = false;
 	uint64_t m;
 	int rc = 125;
 
@@ -624,9 +667,9 @@ int run_main(struct options *o, int argc, char **argv)
 			goto stop_memnode;
 		setenv("COMEX_MEMNODE", addr, 1);
 	}
-	rc = run_program(path, argv, &e);
+	rc = run_program(path, argv, &e, &handed);
 stop_memnode:
-	stop_embedded(&e, comex_failed(rc), rc);
+	stop_embedded(&e, comex_failed(rc), rc, handed);
 	return rc;
 }
 

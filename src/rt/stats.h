@@ -27,7 +27,7 @@
 	X(forks_lazy) X(forks_lazy_ended) X(pages_child_served) \
 	X(pages_failed_over) X(pages_rereplicated) X(pages_backup_written) X(pages_backup_read) X(preferred_node) \
 	X(locked_bytes) X(locked_all) X(pages_copied_out) X(children_unmanaged) \
-	X(pages_brought_home) X(home_held) X(bytes_mapped_outside)
+	X(pages_brought_home) X(home_held) X(bytes_mapped_outside) X(children_handed)
 
 struct stats {
 	uint64_t magic;

@@ -30,7 +30,7 @@ start_prog() {
   if [[ $mns == --config* ]]; then where=($mns); else where=(--memnode "$mns"); fi
   rm -f "$dir/$name.gate"
   native "$name" "$gate" "$mib" / || { fail "$name" "native run failed"; return 1; }
-  timeout -k 10 "$hang_guard" "$bin" run --local-mem "$lm" "${where[@]}" --token-file "$dir/token" \
+  timeout -k 10 "$hang_guard" "$bin" run --local-mem "$lm" "${where[@]}" --token-file "$dir/token" --log-level 2 \
     --stats-json "$dir/$name.json" -- "$gate" "$mib" "$dir/$name.gate" $mode >"$dir/$name.comex" 2>"$dir/$name.err" &
   run_pid=$!; pids+=("$run_pid")
   wait_filled "$name"

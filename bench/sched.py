@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""sched (docs/PAGER.md P43): how the threads a fault waits on are scheduled
+(option sched: normal, slice, fifo), on a quiet machine and beside CPU-bound
+neighbours at normal priority.
+
+pager_bench (fill --size-mib, --passes passes touching every page in the
+pattern's order, 10 % writes, every touch timed) runs under `comex run` with
+its embedded memnode at --fraction of its native peak RSS, once per sched
+mode, runs interleaved (normal, slice, fifo, normal, ...) so that drift in
+the machine hits every mode alike; guest memory is warmed before every run.
+Neighbours: none, one and two `sh -c 'while :; do :; done'` at normal
+priority, started before a group's first run and stopped after its last.
+Every run's checksum must equal the native run's. Per run: wall time, the
+access phase, the program-side fault latency (median, p99) and the
+handler-side remote read time; medians and min/max over --runs, ratios to
+sched normal in the same neighbour group. Writes
+bench/results/sched-<UTC>.json (schema comex-bench-sched/1).
+
+  python3 bench/sched.py [--build DIR] [--runs 3] [--size-mib 512] [--patterns rand,seq]
+      [--modes normal,slice,fifo] [--neighbours 0,1,2] [--fraction 0.25]
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import benchlib
+from benchlib import clean_env, cpu_times, finish_machine_info, git_revision, machine_info, summary
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import sysenv  # noqa: E402
+
+SCHEMA = "comex-bench-sched/1"
+HOG = ["sh", "-c", "while :; do :; done"]
+STATS = ("faults_remote", "remote_reads", "ns_read", "ns_remote", "ns_evict", "pages_evicted")
+
+
+def bench_argv(build, pattern, size_mib, passes):
+    return [str(build / "pager_bench"), "--pattern", pattern, "--size-mib", str(size_mib), "--passes", str(passes),
+            "--write-pct", "10", "--seed", "1", "--time-touches", "1"]
+
+
+def native(build, argv, size_mib):
+    """(checksum, peak RSS KiB, wall s) of the plain run."""
+    sysenv.warm_guest_memory(size_mib + 64)
+    t = time.monotonic()
+    p = subprocess.run(["/usr/bin/time", "-f", "%M", *argv], capture_output=True, text=True, check=True,
+                       env=clean_env())
+    return json.loads(p.stdout)["checksum"], int(p.stderr.strip().splitlines()[-1]), time.monotonic() - t
+
+
+def run(build, argv, size_mib, local_kib, mode, tmp, want):
+    stats = Path(tmp) / "stats.json"
+    sysenv.warm_guest_memory(size_mib + 64)
+    t = time.monotonic()
+    p = subprocess.run([str(build / "comex"), "run", f"--local-mem={local_kib}K", f"--sched={mode}",
+                        f"--stats-json={stats}", "--", *argv], capture_output=True, text=True, env=clean_env())
+    wall = time.monotonic() - t
+    out = json.loads(p.stdout) if p.returncode == 0 else {}
+    if out.get("checksum") != want:
+        raise SystemExit(f"sched {mode}: exit {p.returncode}, checksum {out.get('checksum')} against the native "
+                         f"{want}:\n{p.stderr[-2000:]}")
+    s = json.loads(stats.read_text())
+    return {"time_s": round(wall, 4), "access_s": out["access_s"], "fault_median_us": out["fault_median_us"],
+            "fault_p99_us": out["fault_p99_us"], **{k: s.get(k, 0) for k in STATS}}
+
+
+def group(a, build, pattern, hogs, argv, local_kib, want, tmp):
+    procs = [subprocess.Popen(HOG) for _ in range(hogs)]
+    runs = {m: [] for m in a.modes}
+    try:
+        time.sleep(1 if procs else 0)
+        for i in range(a.runs):
+            for mode in (a.modes if i % 2 == 0 else a.modes[::-1]):
+                r = run(build, argv, a.size_mib, local_kib, mode, tmp, want)
+                runs[mode].append(r)
+                print(f"{pattern} neighbours={hogs} sched={mode}: {r['time_s']:.2f} s, faults p50 "
+                      f"{r['fault_median_us']:.1f} us p99 {r['fault_p99_us']:.1f} us", flush=True)
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait()
+    keys = ("time_s", "access_s", "fault_median_us", "fault_p99_us")
+    med = {m: {k: summary([r[k] for r in runs[m]]) for k in keys} for m in a.modes}
+    base = med[a.modes[0]]["time_s"]["median"]
+    return {"pattern": pattern, "neighbours": hogs, "runs": runs, "median": med,
+            "time_ratio": {m: round(med[m]["time_s"]["median"] / base, 3) for m in a.modes}}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--size-mib", type=int, default=512)
+    ap.add_argument("--passes", type=int, default=2)
+    ap.add_argument("--patterns", default="rand,seq")
+    ap.add_argument("--modes", default="normal,slice,fifo")
+    ap.add_argument("--neighbours", default="0,1,2")
+    ap.add_argument("--fraction", type=float, default=0.25)
+    a = ap.parse_args()
+    a.modes = a.modes.split(",")
+    build = Path(a.build).resolve()
+    times0, machine = cpu_times(), machine_info()
+    doc = {"schema": SCHEMA, "timestamp": benchlib.utc_stamp(), "git": git_revision(), "machine": machine,
+           "params": {k: v for k, v in vars(a).items()} | {"build": str(build)}, "results": []}
+    with tempfile.TemporaryDirectory(prefix="comex-sched-") as tmp:
+        for pattern in a.patterns.split(","):
+            argv = bench_argv(build, pattern, a.size_mib, a.passes)
+            want, peak, tn = native(build, argv, a.size_mib)
+            local_kib = int(peak * a.fraction)
+            for hogs in (int(n) for n in a.neighbours.split(",")):
+                r = group(a, build, pattern, hogs, argv, local_kib, want, tmp)
+                doc["results"].append(r | {"native_s": round(tn, 4), "peak_kib": peak, "local_mem_kib": local_kib})
+    finish_machine_info(machine, times0)
+    doc["warnings"] = benchlib.busy_warnings(machine)
+    path = benchlib.write_json(doc, "sched")
+    print(f"wrote {path}")
+    print("| pattern | neighbours | " + " | ".join(f"{m} s (p50/p99 us)" for m in a.modes) + " |")
+    for r in doc["results"]:
+        cells = [f"{r['median'][m]['time_s']['median']:.2f} ({r['median'][m]['fault_median_us']['median']:.1f}/"
+                 f"{r['median'][m]['fault_p99_us']['median']:.0f}) {r['time_ratio'][m]:.2f}x" for m in a.modes]
+        print(f"| {r['pattern']} | {r['neighbours']} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
