@@ -209,3 +209,13 @@ def newest_json(name):
     (e.g. pager-reclaimer-...) is not the page's source."""
     files = sorted(RESULTS_DIR.glob(f"{name}-[0-9]*.json"))
     return files[-1] if files else None
+
+
+def native_peak(argv, warm):
+    """Runs argv (a workload that prints a JSON line with "checksum") plainly,
+    after warm(); returns (checksum, peak RSS KiB, wall s)."""
+    warm()
+    t = time.monotonic()
+    p = subprocess.run(["/usr/bin/time", "-f", "%M", *argv], capture_output=True, text=True, check=True,
+                       env=clean_env())
+    return json.loads(p.stdout)["checksum"], int(p.stderr.strip().splitlines()[-1]), time.monotonic() - t

@@ -62,7 +62,7 @@ QUICK = {"size_mib": 16, "passes": 1, "write_pct": 10, "seed": 1, "runs": 1}
 PATTERNS = ("seq", "rand", "stride")
 LEVELS = ("fits", "100", "50", "25")
 DEFAULT_LEVELS = ("fits", "50", "25")
-VARIANTS = ("policy", "spin", "writebehind", "reclaimer", "yield", "pool")
+VARIANTS = ("policy", "spin", "writebehind", "reclaimer", "yield", "pool", "busy")
 PAGE = 4096
 STRIDE = 16                          # pager_bench --pattern stride default
 FAULT_NS = 2000                      # a timed touch slower than this is a fault
@@ -94,6 +94,7 @@ class Config:
     spin: str = DEFAULT_SPIN
     group: str = "level"             # which table it belongs to: level, policy, spin, writebehind
     extra: tuple = ()                # further comex run flags
+    hogs: int = 0                    # CPU-bound neighbours at normal priority beside the run (issue 21)
 
     @property
     def native(self):
@@ -124,7 +125,14 @@ VARIANT_CONFIGS = {
               Config("25% handler pauses", "25", extra=("--handler-yield=false",), group="yield")],
     "pool": [Config("50% growing pool", "50", extra=("--embedded-pool=auto",), group="pool"),
              Config("25% growing pool", "25", extra=("--embedded-pool=auto",), group="pool")],
+    # issue 21: every fault-path benchmark has a busy column beside the quiet one and the floor
+    "busy": [Config("native busy", None, hogs=1, group="busy"),
+             Config("50% busy", "50", hogs=1, group="busy"),
+             Config("25% busy", "25", hogs=1, group="busy"),
+             Config("25% busy sched fifo", "25", hogs=1, group="busy", extra=("--sched=fifo",)),
+             Config("25% sched fifo", "25", group="busy", extra=("--sched=fifo",))],
 }
+HOG = ["sh", "-c", "while :; do :; done"]  # a CPU-bound neighbour at normal priority
 NATIVE = Config("native")
 
 
@@ -214,7 +222,13 @@ def run_once(ctx, cfg, pattern, local_mem, tag):
         cmd = comex_cmd(ctx, cfg, local_mem, stats_path) + cmd
     if ctx["warm"]:  # the same for every configuration: what the run may touch fresh (program + pool)
         sysenv.warm_guest_memory(ctx["workload"]["size_mib"] + embedded_pool_mib(ctx["workload"]))
-    rc, wall, ru = run_measured(cmd, tmp / f"{tag}.out", tmp / f"{tag}.err", run_timeout(ctx["workload"]))
+    hogs = [subprocess.Popen(HOG) for _ in range(cfg.hogs)]
+    try:
+        rc, wall, ru = run_measured(cmd, tmp / f"{tag}.out", tmp / f"{tag}.err", run_timeout(ctx["workload"]))
+    finally:
+        for h in hogs:
+            h.terminate()
+            h.wait()
     err_tail = (benchlib.read_text(tmp / f"{tag}.err") or "").strip()[-1500:]
     if rc:
         raise RuntimeError(f"exit status {rc}: {' '.join(cmd)}\n{err_tail}")
@@ -525,7 +539,7 @@ def variant_table(results, group, base_names):
     for r in results:
         if r["config"] not in base_names and r["group"] != group:
             continue
-        if r["group"] not in ("level", group) or r["config"] in ("native", "fits", "100%"):
+        if r["group"] not in ("level", group) or r["config"] in ("native", "fits", "100%") or "counters" not in r:
             continue
         c = r["counters"]
         rows.append(f"| {r['pattern']} | {r['config']}{'' if r['group'] == group else ' (clock, spin 50us)'} | "
@@ -544,6 +558,7 @@ VARIANT_SECTIONS = {
     "reclaimer": ("Reclaimer thread off (default) / on (P18)", ("50%", "25%")),
     "yield": ("Spinning handler yields (default) / pauses (P32)", ("50%", "25%")),
     "pool": ("Embedded pool fixed (populated at start) / growing with the program (P31)", ("50%", "25%")),
+    "busy": ("Beside one CPU-bound neighbour at normal priority (issue 21; P43)", ("50%", "25%")),
 }
 
 
@@ -551,6 +566,20 @@ def variant_sections(results):
     groups = {r["group"] for r in results}
     return "\n".join(f"## {title}\n\n{variant_table(results, g, levels)}\n"
                      for g, (title, levels) in VARIANT_SECTIONS.items() if g in groups)
+
+
+def busy_table(results):
+    """issue 21: the program's own view of its faults, quiet and busy, next
+    to the floor (the floor is measured quiet)."""
+    rows = ["| pattern | config | access s | slowdown (against quiet native) | faults seen | p50 µs | p99 µs |",
+            "|---|---|---:|---:|---:|---:|---:|"]
+    for r in results:
+        if r["group"] != "busy" and r["config"] not in ("native", "50%", "25%"):
+            continue
+        f = r["faults_seen"]
+        rows.append(f"| {r['pattern']} | {r['config']} | {sec(r['access_s'])} | {fx(r['slowdown']['access_s'])} | "
+                    f"{f['count'] if f['count'] is not None else '–'} | {fus(f['median_us'])} | {fus(f['p99_us'])} |")
+    return "\n".join(rows)
 
 
 def latency_table(results):
@@ -874,6 +903,7 @@ run {doc['timestamp']} ({o['duration_s'] / 60:.0f} min); load average {' '.join(
 {tables}
 
 {variant_sections(doc['results'])}
+{"## Fault latency as the program sees it, quiet and busy" + chr(10) + chr(10) + busy_table(doc['results']) + chr(10) if any(r['group'] == 'busy' for r in doc['results']) else ""}
 ## Per-fault latency, handler-side (µs, median over runs; n = faults or pages per run)
 
 {latency_table(doc['results'])}

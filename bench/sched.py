@@ -44,15 +44,6 @@ def bench_argv(build, pattern, size_mib, passes):
             "--write-pct", "10", "--seed", "1", "--time-touches", "1"]
 
 
-def native(build, argv, size_mib):
-    """(checksum, peak RSS KiB, wall s) of the plain run."""
-    sysenv.warm_guest_memory(size_mib + 64)
-    t = time.monotonic()
-    p = subprocess.run(["/usr/bin/time", "-f", "%M", *argv], capture_output=True, text=True, check=True,
-                       env=clean_env())
-    return json.loads(p.stdout)["checksum"], int(p.stderr.strip().splitlines()[-1]), time.monotonic() - t
-
-
 def run(build, argv, size_mib, local_kib, mode, tmp, want):
     stats = Path(tmp) / "stats.json"
     sysenv.warm_guest_memory(size_mib + 64)
@@ -110,7 +101,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="comex-sched-") as tmp:
         for pattern in a.patterns.split(","):
             argv = bench_argv(build, pattern, a.size_mib, a.passes)
-            want, peak, tn = native(build, argv, a.size_mib)
+            want, peak, tn = benchlib.native_peak(argv, lambda: sysenv.warm_guest_memory(a.size_mib + 64))
             local_kib = int(peak * a.fraction)
             for hogs in (int(n) for n in a.neighbours.split(",")):
                 r = group(a, build, pattern, hogs, argv, local_kib, want, tmp)

@@ -46,11 +46,7 @@ def bench_argv(build, pattern, size_mib):
 
 def native(build, pattern, size_mib):
     """(checksum, peak RSS KiB, wall s) of the plain run."""
-    sysenv.warm_guest_memory(size_mib + 64)
-    t = time.monotonic()
-    p = subprocess.run(["/usr/bin/time", "-f", "%M", *bench_argv(build, pattern, size_mib)],
-                       capture_output=True, text=True, check=True, env=clean_env())
-    return json.loads(p.stdout)["checksum"], int(p.stderr.strip().splitlines()[-1]), time.monotonic() - t
+    return benchlib.native_peak(bench_argv(build, pattern, size_mib), lambda: sysenv.warm_guest_memory(size_mib + 64))
 
 
 def run(build, pattern, size_mib, local_kib, fill, tmp, want_out):

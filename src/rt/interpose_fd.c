@@ -227,17 +227,22 @@ EXPORT int statx(int dir, const char *path, int flags, unsigned mask, struct sta
 EXPORT int __open_2(const char *path, int flags) { return open(path, flags); }
 EXPORT int __open64_2(const char *path, int flags) __attribute__((alias("__open_2")));
 
+/* open's mode argument, which is there only when the flags need it */
+#define MODE_ARG(flags) ({								\
+	mode_t m_ = 0;									\
+	va_list ap_;									\
+											\
+	if (NEEDS_MODE(flags)) {							\
+		va_start(ap_, flags);							\
+		m_ = va_arg(ap_, mode_t);						\
+		va_end(ap_);								\
+	}										\
+	m_;										\
+})
+
 EXPORT int openat(int dir, const char *path, int flags, ...)
 {
-	mode_t mode = 0;
-	va_list ap;
-
-	if (NEEDS_MODE(flags)) {
-		va_start(ap, flags);
-		mode = va_arg(ap, mode_t);
-		va_end(ap);
-	}
-	int fd = NEXT(openat)(dir, path, flags, mode);
+	int fd = NEXT(openat)(dir, path, flags, MODE_ARG(flags));
 
 	return rt_internal ? rtfd_adopt(fd) : fd;
 }
@@ -245,15 +250,7 @@ EXPORT int openat64(int dir, const char *path, int flags, ...) __attribute__((al
 
 EXPORT int open(const char *path, int flags, ...)
 {
-	mode_t mode = 0;
-	va_list ap;
-
-	if (NEEDS_MODE(flags)) {
-		va_start(ap, flags);
-		mode = va_arg(ap, mode_t);
-		va_end(ap);
-	}
-	return openat(AT_FDCWD, path, flags, mode); /* what the C library's open is */
+	return openat(AT_FDCWD, path, flags, MODE_ARG(flags)); /* what the C library's open is */
 }
 EXPORT int open64(const char *path, int flags, ...) __attribute__((alias("open")));
 
