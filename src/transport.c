@@ -590,13 +590,11 @@ int tp_run(struct tp *t, bool (*done)(void *arg), void *arg, uint64_t spin_ns, u
 		/* polling pays only while a CPU is free for it: on a machine with
 		 * more runnable threads than CPUs it takes the CPU of the very
 		 * thread (the program, the peer) it is waiting for */
-		if (now - last < spin_ns && !cpuload_contended(now)) {
-			wakeup_sleeping(false);
+		if (now - last < spin_ns && !cpuload_contended(now) && !wakeup_rt())
 			continue;
-		}
 		if (ucp_worker_arm(t->worker) == UCS_ERR_BUSY)
 			continue;  /* events arrived since the last progress */
-		wakeup_sleeping(true);
+		wakeup_sleeping(now);
 		if (timeout_ns && (timeout_ns - (now - start)) / 1000000 + 1 < (uint64_t)ms)
 			ms = (int)((timeout_ns - (now - start)) / 1000000) + 1;
 		rc = poll(&pfd, 1, ms);

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# e2e_run_daemons: a program that daemonizes under comex run (fork and exit, double fork with setsid, daemon(3)) after its memory was evicted keeps its memory and, once its parent is gone, a pager and budget of its own; redis-server --daemonize yes keeps its budget with the native data; the embedded memnode outlives comex run while the daemon uses it and leaves after it (docs/PAGER.md P44).
+# e2e_run_daemons: a process ends when its last thread ends with pthread_exit (also a forked child's); a program that daemonizes under comex run (fork and exit, double fork with setsid, daemon(3)) after its memory was evicted keeps its memory and, once its parent is gone, a pager and budget of its own; redis-server --daemonize yes keeps its budget with the native data; the embedded memnode outlives comex run while the daemon uses it and leaves after it (docs/PAGER.md P44).
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_run_daemons: prog_daemon 48+48 MiB at --local-mem 24M in three ways, redis --daemonize yes at 32M"
+
+# a process ends when its last thread ends with pthread_exit, though the
+# runtime's threads live on (a forked child's waiting thread, the handlers)
+compare lastthread-main 16M -- "$progs/prog_lastthread" main 64
+compare lastthread-fork 16M -- "$progs/prog_lastthread" fork 64
 
 # wait_managed PID: until the daemon runs its own pager and has evicted
 # (its counters exist and show evictions); prints its counters' summary

@@ -705,8 +705,7 @@ void pager_run(int cpu)
 		 * answered is often woken onto this CPU, and a pausing handler
 		 * kept it waiting there until the spin ended or the scheduler
 		 * preempted it (P32) */
-		if (now - idle_since < spin && !cpuload_contended(now)) {
-			wakeup_sleeping(false);
+		if (now - idle_since < spin && !cpuload_contended(now) && !wakeup_rt()) {
 			wait_for_faults(0, now);
 			if (P.c.spin_yield)
 				sched_yield();
@@ -714,7 +713,7 @@ void pager_run(int cpu)
 				__builtin_ia32_pause();
 			continue;
 		}
-		wakeup_sleeping(true);
+		wakeup_sleeping(now);
 		wait_for_faults(1000, now);
 	}
 }

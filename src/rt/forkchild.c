@@ -474,25 +474,24 @@ bool forkchild_is_lazy_child(void) { return lazy_got != NULL; }
  * eager fork, or a fork of a lazy child, which brings its pages home
  * first), once the parent is gone, as a daemon's is: before that, the
  * usual fork + exec has no use for a pager of its own. */
-bool forkchild_wait_own(pid_t parent)
+int forkchild_wait_own(pid_t parent, int ms, int *pidfd)
 {
-	uint8_t *got = lazy_got;
-	int pidfd;
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+	struct pollfd p;
 
-	if (got) {
-		int *flag = &shared_of(got)->complete;
+	if (lazy_got) {
+		int *flag = &shared_of(lazy_got)->complete;
 
-		while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE))
-			syscall(SYS_futex, flag, FUTEX_WAIT, 0, NULL, NULL, 0);
-		return true;
+		if (!__atomic_load_n(flag, __ATOMIC_ACQUIRE))
+			syscall(SYS_futex, flag, FUTEX_WAIT, 0, &ts, NULL, 0);
+		return __atomic_load_n(flag, __ATOMIC_ACQUIRE) ? 1 : 0;
 	}
-	pidfd = (int)syscall(SYS_pidfd_open, parent, 0);
-	if (pidfd < 0)
-		return getppid() != parent; /* gone already (ESRCH), or no pidfd: only if gone */
-	struct pollfd p = { .fd = pidfd, .events = POLLIN };
-
-	while (poll(&p, 1, -1) < 0 && errno == EINTR)
-		;
-	close(pidfd);
-	return true;
+	if (*pidfd < 0 && (*pidfd = (int)syscall(SYS_pidfd_open, parent, 0)) < 0)
+		return getppid() != parent ? 1 : -1; /* gone already (ESRCH); else no pidfd here */
+	p = (struct pollfd){ .fd = *pidfd, .events = POLLIN };
+	if (poll(&p, 1, ms) != 1)
+		return 0;
+	close(*pidfd);
+	*pidfd = -1;
+	return 1;
 }

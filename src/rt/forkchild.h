@@ -45,10 +45,12 @@ bool forkchild_defer(unsigned node, uint32_t pfn);
  * zero from now on, never as the snapshot's copy). */
 void forkchild_discarded(uint64_t idx);
 bool forkchild_is_lazy_child(void);
-/* Child side, on a thread of its own: waits until this child owns all its
- * memory (a lazy child: its parent handed it every page; otherwise: the
- * parent that forked it is gone); false if that cannot be known. */
-bool forkchild_wait_own(pid_t parent);
+/* Child side, on a thread of its own: waits up to ms for this child to own
+ * all its memory (a lazy child: its parent handed it every page; otherwise:
+ * the parent that forked it is gone; *pidfd, -1 at first, keeps the
+ * parent's pidfd between calls). 1 when it does, 0 not yet, -1 when that
+ * cannot be known. */
+int forkchild_wait_own(pid_t parent, int ms, int *pidfd);
 /* Before an exec (and at start-up): this process no longer depends on the
  * parent that served it, nor dies with it. */
 void forkchild_forget_parent(void);

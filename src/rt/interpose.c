@@ -41,6 +41,7 @@
 #include "pager.h"
 #include "prot.h"
 #include "rt.h"
+#include "watchdog.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -490,6 +491,7 @@ static void *internal_start(void *p)
 	__libc_free(p);
 	rt_internal = 1;
 	uselocale(rt_c_locale);
+	watchdog_thread_is_runtime();
 	/* a fault handler may run SCHED_FIFO (option sched): what it starts does not */
 	pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
 	return s.fn(s.arg);

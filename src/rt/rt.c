@@ -131,6 +131,7 @@ void rt_early(void)
 static void *handler_main(void *arg)
 {
 	rt_internal = 1;
+	watchdog_thread_is_runtime();
 	wakeup_apply(opt_str(&opts, OPT_SCHED)); /* checked in configure() */
 	pager_run((int)(intptr_t)arg);
 	return NULL;
@@ -139,19 +140,28 @@ static void *handler_main(void *arg)
 static void *reclaimer_main(void *arg)
 {
 	rt_internal = 1;
+	watchdog_thread_is_runtime();
 	return pager_reclaimer(arg);
 }
 
 static void *membership_main(void *arg)
 {
 	rt_internal = 1;
+	watchdog_thread_is_runtime();
 	return pager_membership(arg);
+}
+
+static void *backup_main(void *arg)
+{
+	watchdog_thread_is_runtime();
+	return backup_writer(arg);
 }
 
 static void *home_main(void *arg)
 {
 	(void)arg;
 	rt_internal = 1;
+	watchdog_thread_is_runtime();
 	home_run(opt_num(&opts, OPT_HOME_ON_TRACE));
 	return NULL;
 }
@@ -160,6 +170,7 @@ static void *watchdog_main(void *arg)
 {
 	(void)arg;
 	rt_internal = 1;
+	watchdog_thread_is_runtime();
 	watchdog_run(opt_num(&opts, OPT_WATCHDOG), opt_str(&opts, OPT_WATCHDOG));
 	return NULL;
 }
@@ -177,12 +188,20 @@ static const char *start(bool take_over);
 /* A forked child that outlives the need for its parent (a daemon's: the
  * parent exits after the fork) starts a pager of its own once it owns all
  * its memory, and keeps its budget (docs/PAGER.md P44). */
+#define OWN_LOOK_MS 100 /* how often the waiting thread looks whether the program's threads are all gone */
+
 static void *own_main(void *arg)
 {
 	const char *why;
+	int own, pidfd = -1;
 
 	rt_internal = 1;
-	if (!forkchild_wait_own((pid_t)(intptr_t)arg))
+	watchdog_thread_is_runtime();
+	/* this thread must not keep a child alive whose threads all ended */
+	while (!(own = forkchild_wait_own((pid_t)(intptr_t)arg, OWN_LOOK_MS, &pidfd)))
+		if (watchdog_program_gone())
+			exit(0); /* as the C library ends a process whose last thread ends */
+	if (own < 0)
 		return NULL;
 	forkchild_forget_parent();
 	if ((why = start(true))) {
@@ -203,6 +222,7 @@ static void fork_child(void)
 
 	fork_phase(2);
 	rt_mode = RT_DETACHED;
+	watchdog_forget_threads(); /* the parent's; they are not here */
 	sigfillset(&all); /* the runtime's threads take no signals (P13) */
 	pthread_sigmask(SIG_SETMASK, &all, &saved);
 	if (!pthread_create(&t, NULL, own_main, (void *)(intptr_t)getppid())) {
@@ -460,7 +480,7 @@ static const char *start(bool take_over)
 	start_thread(membership_main, NULL, "comex-members");
 	start_thread(home_main, NULL, "comex-home");
 	if (backup_on())
-		start_thread(backup_writer, NULL, "comex-backup");
+		start_thread(backup_main, NULL, "comex-backup");
 	log_debug("managing %p-%p, budget %llu pages", (void *)rt_heap_lo, (void *)rt_region_hi,
 		  (unsigned long long)pc.budget_pages);
 	return NULL;

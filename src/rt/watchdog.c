@@ -11,9 +11,11 @@
  * formatted by hand), only the log's stack buffer. */
 #include "watchdog.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -127,19 +129,60 @@ static void look_at(int tid, uint64_t t, uint64_t limit, const char *option)
 	stop();
 }
 
-static void scan_tasks(uint64_t t, uint64_t limit, const char *option)
+#define MAX_RT_THREADS 64 /* handlers (one per CPU), the others, UCX's */
+static int rt_tids[MAX_RT_THREADS];
+static unsigned n_rt_tids;
+
+void watchdog_thread_is_runtime(void)
+{
+	unsigned i = __atomic_fetch_add(&n_rt_tids, 1, __ATOMIC_RELAXED);
+
+	if (i < MAX_RT_THREADS)
+		__atomic_store_n(&rt_tids[i], (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+}
+
+void watchdog_forget_threads(void)
+{
+	__atomic_store_n(&n_rt_tids, 0, __ATOMIC_RELEASE);
+}
+
+static bool is_runtime(int tid)
+{
+	unsigned n = __atomic_load_n(&n_rt_tids, __ATOMIC_ACQUIRE);
+
+	for (unsigned i = 0; i < n && i < MAX_RT_THREADS; i++)
+		if (__atomic_load_n(&rt_tids[i], __ATOMIC_ACQUIRE) == tid)
+			return true;
+	return false;
+}
+
+/* A thread group's leader that ended stays listed, as a zombie; a thread
+ * that ended since it was listed is gone. Anything else unreadable (out of
+ * descriptors) counts as alive: a wrong "ended" would end the program. */
+static bool ended(int tid)
+{
+	char path[64], buf[256], *p;
+
+	task_path(path, tid, "stat");
+	if (read_small(path, buf, sizeof(buf)))
+		return errno == ENOENT || errno == ESRCH;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+/* Calls fn(tid, arg) for each thread of the process; stops early (false)
+ * when fn returns false. */
+static bool each_task(bool (*fn)(int tid, void *arg), void *arg)
 {
 	char buf[4096];
 	int dfd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	long n;
-	unsigned k = 0;
+	bool go = true;
 
 	if (dfd < 0)
-		return;
-	for (unsigned i = 0; i < nwaiters; i++)
-		waiters[i].seen = false;
-	while ((n = syscall(SYS_getdents64, dfd, buf, sizeof(buf))) > 0) {
-		for (long off = 0; off < n;) {
+		return true;
+	while (go && (n = syscall(SYS_getdents64, dfd, buf, sizeof(buf))) > 0) {
+		for (long off = 0; go && off < n;) {
 			const char *nm = buf + off + 19; /* d_ino 8, d_off 8, d_reclen 2, d_type 1 */
 			unsigned short reclen;
 			int tid = 0;
@@ -149,10 +192,42 @@ static void scan_tasks(uint64_t t, uint64_t limit, const char *option)
 			for (; *nm >= '0' && *nm <= '9'; nm++)
 				tid = tid * 10 + (*nm - '0');
 			if (tid && !*nm)
-				look_at(tid, t, limit, option);
+				go = fn(tid, arg);
 		}
 	}
 	close(dfd);
+	return go;
+}
+
+static bool not_the_programs(int tid, void *arg)
+{
+	(void)arg;
+	return is_runtime(tid) || ended(tid);
+}
+
+bool watchdog_program_gone(void)
+{
+	return each_task(not_the_programs, NULL);
+}
+
+struct scan { uint64_t t, limit; const char *option; };
+
+static bool look(int tid, void *arg)
+{
+	struct scan *sc = arg;
+
+	look_at(tid, sc->t, sc->limit, sc->option);
+	return true;
+}
+
+static void scan_tasks(uint64_t t, uint64_t limit, const char *option)
+{
+	struct scan sc = { t, limit, option };
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < nwaiters; i++)
+		waiters[i].seen = false;
+	each_task(look, &sc);
 	for (unsigned i = 0; i < nwaiters; i++) /* threads that woke or ended */
 		if (waiters[i].seen)
 			waiters[k++] = waiters[i];
@@ -195,5 +270,7 @@ void watchdog_run(uint64_t limit, const char *option)
 		}
 		if (ticks % SCAN_EVERY == 0)
 			scan_tasks(t, limit, option);
+		if (ticks % SCAN_EVERY == 0 && watchdog_program_gone())
+			exit(0); /* what the C library does when the last thread ends */
 	}
 }
