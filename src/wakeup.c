@@ -2,7 +2,6 @@
 #include "wakeup.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -13,6 +12,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "procfile.h"
 
 /* A woken fair thread preempts the running one at once when its virtual
  * deadline is earlier, and a short requested slice makes it so (EEVDF,
@@ -92,15 +92,10 @@ static __thread struct probe {
 static bool schedstat(uint64_t *delay, uint64_t *count)
 {
 	char buf[96], *p;
-	int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
-	ssize_t r = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
 
-	if (fd >= 0)
-		close(fd);
-	if (r <= 0)
+	if (procfile_read("/proc/thread-self/schedstat", buf, sizeof(buf)) <= 0)
 		return false;
-	buf[r] = 0; /* "time-on-cpu run-delay timeslices", no stdio on the fault path */
-	strtoull(buf, &p, 10);
+	strtoull(buf, &p, 10); /* "time-on-cpu run-delay timeslices": no stdio on the fault path */
 	*delay = strtoull(p, &p, 10);
 	*count = strtoull(p, &p, 10);
 	return *p == '\n' || !*p;

@@ -1,7 +1,6 @@
 /* home: bringing pages home for tools, and holding them there. */
 #include "home.h"
 
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -11,6 +10,7 @@
 #include "log.h"
 #include "memcg.h"
 #include "pager_impl.h"
+#include "procfile.h"
 #include "sysmem.h"
 
 enum { HOME_REQUEST = 1, HOME_TRACER = 2, HOME_CORE = 4 };
@@ -69,14 +69,9 @@ static void bring(unsigned why)
 static int tracer(void)
 {
 	char buf[4096], *p;
-	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
 
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
+	if (procfile_read("/proc/self/status", buf, sizeof(buf)) <= 0)
 		return 0;
-	buf[n] = 0;
 	p = strstr(buf, "TracerPid:");
 	return p ? atoi(p + 10) : 0;
 }

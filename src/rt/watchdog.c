@@ -24,6 +24,7 @@
 #include "clock.h"
 #include "log.h"
 #include "pager.h"
+#include "procfile.h"
 
 #define TICK_NS 100000000ull /* 100 ms */
 #define SCAN_EVERY 10        /* ticks between task scans (1 s) */
@@ -56,20 +57,6 @@ static void task_path(char *buf, int tid, const char *leaf)
 	strcpy(buf, leaf);
 }
 
-static int read_small(const char *path, char *buf, size_t size)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t r;
-
-	if (fd < 0)
-		return -1;
-	r = read(fd, buf, size - 1);
-	close(fd);
-	if (r < 0)
-		return -1;
-	buf[r] = 0;
-	return 0;
-}
 
 /* The number after key in /proc status text, or 0. */
 static uint64_t status_num(const char *st, const char *key)
@@ -106,10 +93,10 @@ static void look_at(int tid, uint64_t t, uint64_t limit, const char *option)
 	const char *name;
 
 	task_path(path, tid, "wchan");
-	if (read_small(path, wchan, sizeof(wchan)) || strcmp(wchan, "handle_userfault"))
+	if (procfile_read(path, wchan, sizeof(wchan)) < 0 || strcmp(wchan, "handle_userfault"))
 		return;
 	task_path(path, tid, "status");
-	if (read_small(path, st, sizeof(st)) || !(w = waiter_of(tid)))
+	if (procfile_read(path, st, sizeof(st)) < 0 || !(w = waiter_of(tid)))
 		return;
 	nvcsw = status_num(st, "voluntary_ctxt_switches:");
 	if (!w->since || w->nvcsw != nvcsw) {
@@ -162,10 +149,11 @@ static bool is_runtime(int tid)
 static bool ended(int tid)
 {
 	char path[64], buf[256], *p;
+	int n;
 
 	task_path(path, tid, "stat");
-	if (read_small(path, buf, sizeof(buf)))
-		return errno == ENOENT || errno == ESRCH;
+	if ((n = procfile_read(path, buf, sizeof(buf))) < 0)
+		return n == -ENOENT || n == -ESRCH;
 	p = strrchr(buf, ')');
 	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
