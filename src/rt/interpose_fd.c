@@ -6,7 +6,8 @@
  * close_range, closefrom, dup, dup2/dup3 from them, fcntl and syscall() with
  * those numbers pass over them or fail with EBADF, and the runtime keeps
  * working; fstat and its kin, with which programs probe their descriptor
- * table (CPython's fd_status), fail with EBADF on them too. dup2/dup3 onto one fails with EBUSY (logged). docs/PAGER.md P40. */
+ * table (CPython's fd_status), fail with EBADF on them too. dup2/dup3 onto
+ * one fails with EBUSY (logged). docs/PAGER.md P40. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -107,7 +108,7 @@ static int close_range_around(unsigned first, unsigned last, unsigned flags)
 		}
 		lo = (unsigned)fd + 1;
 	}
-	if (lo <= last && lo > 0)
+	if (lo <= last) /* lo wraps nowhere: a runtime descriptor is below RTFD_MAX */
 		return (int)sys_ret(raw6(SYS_close_range, lo, last, flags, 0, 0, 0));
 	if (!made && (flags & CLOSE_RANGE_UNSHARE))
 		return (int)sys_ret(raw6(SYS_unshare, 0x400 /* CLONE_FILES */, 0, 0, 0, 0, 0));
