@@ -16,7 +16,6 @@
 #include <ucp/api/ucp.h>
 
 #include "clock.h"
-#include "cpuload.h"
 #include "log.h"
 #include "wakeup.h"
 #include "netaddr.h"
@@ -590,7 +589,7 @@ int tp_run(struct tp *t, bool (*done)(void *arg), void *arg, uint64_t spin_ns, u
 		/* polling pays only while a CPU is free for it: on a machine with
 		 * more runnable threads than CPUs it takes the CPU of the very
 		 * thread (the program, the peer) it is waiting for */
-		if (now - last < spin_ns && !cpuload_contended(now) && !wakeup_rt())
+		if (now - last < spin_ns && wakeup_may_poll(now))
 			continue;
 		if (ucp_worker_arm(t->worker) == UCS_ERR_BUSY)
 			continue;  /* events arrived since the last progress */

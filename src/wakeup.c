@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cpuload.h"
 #include "log.h"
 #include "procfile.h"
 
@@ -46,20 +47,27 @@ static int slice(void)
 	return syscall(SYS_sched_setattr, 0, &a, 0) ? -errno : 0;
 }
 
-int wakeup_apply(const char *mode)
+int wakeup_check(const char *mode)
+{
+	if (strcmp(mode, "normal") && strcmp(mode, "slice") && strcmp(mode, "fifo")) {
+		log_error("option sched: '%s' is none of normal, slice, fifo", mode);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void wakeup_apply(const char *mode)
 {
 	static int warned;
 	int err;
 
 	state = NOT_FIFO;
 	if (!strcmp(mode, "normal"))
-		return 0;
-	if (strcmp(mode, "fifo") && strcmp(mode, "slice"))
-		return -EINVAL;
+		return;
 	if (!strcmp(mode, "fifo")) {
 		if (!(err = set_class(true)) && !set_class(false)) { /* the privilege is there */
 			state = FIFO_OFF;
-			return 0;
+			return;
 		}
 		if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
 			log_info("option sched fifo: SCHED_FIFO refused (%s; needs CAP_SYS_NICE or RLIMIT_RTPRIO >= 1): "
@@ -68,7 +76,6 @@ int wakeup_apply(const char *mode)
 	if ((err = slice()) && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
 		log_info("option sched: a 100 us time slice refused (%s; Linux 6.12+): normal scheduling",
 			 strerror(-err));
-	return 0;
 }
 
 /* fifo's probe of the calling thread's own waits: every PROBE_NS, the time
@@ -118,7 +125,7 @@ void wakeup_sleeping(uint64_t now)
 	}
 }
 
-bool wakeup_rt(void)
+bool wakeup_may_poll(uint64_t now)
 {
-	return state == FIFO_ON;
+	return state != FIFO_ON && !cpuload_contended(now);
 }

@@ -9,20 +9,23 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Applies option sched ("normal", "slice" or "fifo") to the calling
- * thread; 0, or -EINVAL for an unknown mode. fifo: while the thread's own
- * wake-ups wait for a CPU (a CPU-bound neighbour, the program's own threads
- * on every core), it runs SCHED_FIFO at priority 1, so that its wake-up
- * preempts them, and does not busy-poll; otherwise it runs at normal
- * priority and polls as before (wakeup_sleeping). Without the privilege
- * (CAP_SYS_NICE or RLIMIT_RTPRIO) fifo falls back to slice: a 100 us EEVDF
- * time slice (Linux 6.12+; before, normal), which lets a woken thread
- * preempt sooner. Logged once. */
-int wakeup_apply(const char *mode);
+/* 0 when mode is a value of option sched ("normal", "slice" or "fifo");
+ * else logged, naming the option, and -EINVAL. */
+int wakeup_check(const char *mode);
+/* Applies option sched (checked) to the calling thread. fifo: while the
+ * thread's own wake-ups wait for a CPU (a CPU-bound neighbour, the
+ * program's own threads on every core), it runs SCHED_FIFO at priority 1,
+ * so that its wake-up preempts them, and does not busy-poll; otherwise it
+ * runs at normal priority and polls as before (wakeup_sleeping). Without
+ * the privilege (CAP_SYS_NICE or RLIMIT_RTPRIO) fifo falls back to slice:
+ * a 100 us EEVDF time slice (Linux 6.12+; before, normal), which lets a
+ * woken thread preempt sooner. Logged once. */
+void wakeup_apply(const char *mode);
 /* The calling thread is about to sleep, at now (ns): with fifo, its class
  * follows its own waits (a look every 10 ms, a system call when it changes). */
 void wakeup_sleeping(uint64_t now);
-/* Whether the calling thread runs SCHED_FIFO now: then it must not poll. */
-bool wakeup_rt(void);
+/* Whether the calling thread may busy-poll now: a CPU is free for it
+ * (cpuload), and it does not run SCHED_FIFO. */
+bool wakeup_may_poll(uint64_t now);
 
 #endif

@@ -575,11 +575,9 @@ int memnode_main(const struct options *o)
 	if (*opt_str(o, OPT_METRICS_LISTEN) &&
 	    (err = memnode_metrics_start(opt_str(o, OPT_METRICS_LISTEN), m.serve, sc.nid, &metrics)))
 		goto cleanup_serve;
-	if (wakeup_apply(opt_str(o, OPT_SCHED))) {
-		log_error("option sched: '%s' is none of normal, slice, fifo", opt_str(o, OPT_SCHED));
-		err = -EINVAL;
+	if ((err = wakeup_check(opt_str(o, OPT_SCHED))))
 		goto cleanup_metrics;
-	}
+	wakeup_apply(opt_str(o, OPT_SCHED));
 	if (spin && !claim_spin_core()) {
 		log_info("every polling core is claimed by another memnode; sleeping between requests");
 		spin = 0;

@@ -15,7 +15,6 @@
 
 #include "backup.h"
 #include "client.h"
-#include "cpuload.h"
 #include "forkchild.h"
 #include "log.h"
 #include "wakeup.h"
@@ -705,7 +704,7 @@ void pager_run(int cpu)
 		 * answered is often woken onto this CPU, and a pausing handler
 		 * kept it waiting there until the spin ended or the scheduler
 		 * preempted it (P32) */
-		if (now - idle_since < spin && !cpuload_contended(now) && !wakeup_rt()) {
+		if (now - idle_since < spin && wakeup_may_poll(now)) {
 			wait_for_faults(0, now);
 			if (P.c.spin_yield)
 				sched_yield();

@@ -20,23 +20,6 @@ enum { HOME_REQUEST = 1, HOME_TRACER = 2, HOME_CORE = 4 };
  * out splits a mapping, and a process has at most vm.max_map_count */
 #define DONTDUMP_MIN_PAGES 256
 
-static uint64_t away_pages(uint64_t lo, uint64_t hi)
-{
-	uint64_t n = 0;
-
-	for (uint64_t i = lo; i < hi; i++) {
-		unsigned s = pte_state(__atomic_load_n(&P.pt[i], __ATOMIC_RELAXED));
-
-		n += s == PTE_REMOTE || s == PTE_WBUF;
-	}
-	return n;
-}
-
-static uint64_t away(void)
-{
-	return away_pages(0, P.heap_hi) + away_pages(P.c.heap_pages, P.map_hi);
-}
-
 /* Whether n more pages fit in memory without an OOM kill (the cgroup's
  * room when the budget follows it, else the host's available memory) */
 static bool room_for(uint64_t n)
@@ -53,7 +36,7 @@ static bool room_for(uint64_t n)
  * is in flight then, and none starts once the hold is set. */
 static void bring(unsigned why)
 {
-	uint64_t n = away();
+	uint64_t n = pager_bring_all(false);
 
 	__atomic_fetch_or(&P.home_hold, why, __ATOMIC_ACQ_REL);
 	for (bool more = true; more;) {
@@ -78,7 +61,7 @@ static int tracer(void)
 
 static void take(unsigned want, int pid)
 {
-	uint64_t n = away();
+	uint64_t n = pager_bring_all(false);
 
 	if (!room_for(n)) {
 		__atomic_store_n(&P.c.stats->home_held, HOME_HELD_REFUSED, __ATOMIC_RELEASE);

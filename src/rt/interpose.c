@@ -485,13 +485,12 @@ struct start { void *(*fn)(void *); void *arg; };
 static void *internal_start(void *p)
 {
 	struct start s = *(struct start *)p;
-
 	struct sched_param normal = { 0 };
 
 	__libc_free(p);
 	rt_internal = 1;
 	uselocale(rt_c_locale);
-	watchdog_thread_is_runtime();
+	watchdog_thread_is_runtime(); /* every thread the runtime starts (handlers, watchdog, UCX's...) */
 	/* a fault handler may run SCHED_FIFO (option sched): what it starts does not */
 	pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
 	return s.fn(s.arg);

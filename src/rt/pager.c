@@ -112,10 +112,11 @@ void pager_release_frame(unsigned node, uint32_t pfn)
 #define ADOPT_SCAN (1ull << 18) /* pages: the first GiB of the heap */
 static void adopt(uint64_t lo, uint64_t hi)
 {
-	unsigned char *vec = hi > lo ? rt_alloc(hi - lo) : NULL;
+	unsigned char *vec;
 
 	if (hi <= lo)
 		return;
+	vec = rt_alloc(hi - lo);
 	if (!vec || syscall(SYS_mincore, page_addr(lo), (hi - lo) << PAGE_SHIFT, vec))
 		log_warn("cannot find pages touched before start-up (%m); they stay outside the budget");
 	else
@@ -669,16 +670,16 @@ uint64_t pager_lock_held_ns(uint64_t now, int *tid_out, const char **why_out)
 /* Faults in every page that is not resident from this (program) thread with
  * MADV_POPULATE_READ, which the handler serves like any read fault (a read of
  * /proc/self/mem would not wait for userfaultfd). Eviction is off meanwhile. */
-bool pager_bring_home(uint64_t lo, uint64_t hi, bool read)
+uint64_t pager_bring_home(uint64_t lo, uint64_t hi, bool read)
 {
-	bool any = false;
+	uint64_t away = 0;
 
 	for (uint64_t i = lo; i < hi; i++) {
 		unsigned s = pte_state(__atomic_load_n(&P.pt[i], __ATOMIC_RELAXED));
 
 		if (s != PTE_REMOTE && s != PTE_WBUF && s != PTE_LOST) /* a lost one stops the program here */
 			continue;
-		any = true;
+		away++;
 		if (!read)
 			continue;
 		if (!(pte_prot(P.pt[i]) & PROT_READ) && P.detached) {
@@ -696,14 +697,12 @@ bool pager_bring_home(uint64_t lo, uint64_t hi, bool read)
 			(void)*(volatile char *)page_addr(i); /* kernel without POPULATE_READ */
 		}
 	}
-	return any;
+	return away;
 }
 
-bool pager_bring_all(bool read)
+uint64_t pager_bring_all(bool read)
 {
-	bool heap = pager_bring_home(0, P.heap_hi, read);
-
-	return pager_bring_home(P.c.heap_pages, P.map_hi, read) || heap;
+	return pager_bring_home(0, P.heap_hi, read) + pager_bring_home(P.c.heap_pages, P.map_hi, read);
 }
 
 /* Lazy (P29): the child is served from a snapshot, nothing comes home.

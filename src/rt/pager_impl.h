@@ -135,11 +135,12 @@ void pager_set_resident(int64_t delta);
 void pager_became_resident(uint64_t idx, unsigned state, unsigned node, uint32_t pfn);
 void pager_release_frame(unsigned node, uint32_t pfn);
 void pager_forget_entries(uint64_t lo, uint64_t hi, unsigned to);
-/* True if a page of [lo, hi) is remote or in a write buffer; with read,
- * faults each such page in from this thread first (not under the lock). */
-bool pager_bring_home(uint64_t lo, uint64_t hi, bool read);
+/* How many pages of [lo, hi) are remote or in a write buffer (or lost);
+ * with read, faults each such page in from this thread first (not under
+ * the lock). */
+uint64_t pager_bring_home(uint64_t lo, uint64_t hi, bool read);
 /* pager_bring_home over every page the program used */
-bool pager_bring_all(bool read);
+uint64_t pager_bring_all(bool read);
 
 /* foreign.c: pages of mappings the program placed over the region */
 enum { FOREIGN_NONE, FOREIGN_ALL, FOREIGN_MIXED };

@@ -131,8 +131,7 @@ void rt_early(void)
 static void *handler_main(void *arg)
 {
 	rt_internal = 1;
-	watchdog_thread_is_runtime();
-	wakeup_apply(opt_str(&opts, OPT_SCHED)); /* checked in configure() */
+	wakeup_apply(opt_str(&opts, OPT_SCHED)); /* wakeup_check()ed in configure() */
 	pager_run((int)(intptr_t)arg);
 	return NULL;
 }
@@ -140,28 +139,19 @@ static void *handler_main(void *arg)
 static void *reclaimer_main(void *arg)
 {
 	rt_internal = 1;
-	watchdog_thread_is_runtime();
 	return pager_reclaimer(arg);
 }
 
 static void *membership_main(void *arg)
 {
 	rt_internal = 1;
-	watchdog_thread_is_runtime();
 	return pager_membership(arg);
-}
-
-static void *backup_main(void *arg)
-{
-	watchdog_thread_is_runtime();
-	return backup_writer(arg);
 }
 
 static void *home_main(void *arg)
 {
 	(void)arg;
 	rt_internal = 1;
-	watchdog_thread_is_runtime();
 	home_run(opt_num(&opts, OPT_HOME_ON_TRACE));
 	return NULL;
 }
@@ -170,7 +160,6 @@ static void *watchdog_main(void *arg)
 {
 	(void)arg;
 	rt_internal = 1;
-	watchdog_thread_is_runtime();
 	watchdog_run(opt_num(&opts, OPT_WATCHDOG), opt_str(&opts, OPT_WATCHDOG));
 	return NULL;
 }
@@ -196,7 +185,7 @@ static void *own_main(void *arg)
 	int own, pidfd = -1;
 
 	rt_internal = 1;
-	watchdog_thread_is_runtime();
+	watchdog_thread_is_runtime(); /* started by the program's fork, not through internal_start */
 	/* this thread must not keep a child alive whose threads all ended */
 	while (!(own = forkchild_wait_own((pid_t)(intptr_t)arg, OWN_LOOK_MS, &pidfd)))
 		if (watchdog_program_gone())
@@ -340,10 +329,8 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 		log_error("option fault-handlers: '%s' is neither per-cpu nor one", handlers);
 		return -EINVAL;
 	}
-	if (strcmp(sched, "normal") && strcmp(sched, "slice") && strcmp(sched, "fifo")) {
-		log_error("option sched: '%s' is none of normal, slice, fifo", sched);
+	if (wakeup_check(sched))
 		return -EINVAL;
-	}
 	if (placement_parse(placement, &place)) {
 		log_error("option placement: '%s' is none of hash, p2c, weighted", placement);
 		return -EINVAL;
@@ -480,7 +467,7 @@ static const char *start(bool take_over)
 	start_thread(membership_main, NULL, "comex-members");
 	start_thread(home_main, NULL, "comex-home");
 	if (backup_on())
-		start_thread(backup_main, NULL, "comex-backup");
+		start_thread(backup_writer, NULL, "comex-backup");
 	log_debug("managing %p-%p, budget %llu pages", (void *)rt_heap_lo, (void *)rt_region_hi,
 		  (unsigned long long)pc.budget_pages);
 	return NULL;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -48,33 +49,10 @@ int stats_create(struct stats **out)
 	return 0;
 }
 
-int stats_open(int pid, const struct stats **out)
-{
-	char path[64];
-	struct stat st;
-	void *p = MAP_FAILED;
-	int fd;
-
-	shm_path(pid, path, sizeof(path));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -ESRCH;
-	/* a shorter file (another comex version, or one still being sized)
-	 * would fault past its end */
-	if (!fstat(fd, &st) && st.st_size >= (off_t)sizeof(struct stats))
-		p = mmap(NULL, sizeof(struct stats), PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED)
-		return -ESRCH;
-	if (((const struct stats *)p)->magic != STATS_MAGIC) {
-		munmap(p, sizeof(struct stats));
-		return -ESRCH;
-	}
-	*out = p;
-	return 0;
-}
-
-int stats_attach(int pid, struct stats **out)
+/* Maps process pid's counters, read-only or read-write; -ESRCH if it has
+ * none (no file, a shorter one from another comex version or still being
+ * sized, which would fault past its end, or another layout). */
+static int map_counters(int pid, bool writable, struct stats **out)
 {
 	char path[64];
 	struct stat st;
@@ -82,11 +60,11 @@ int stats_attach(int pid, struct stats **out)
 	int fd;
 
 	shm_path(pid, path, sizeof(path));
-	fd = open(path, O_RDWR | O_CLOEXEC);
+	fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
 	if (fd < 0)
 		return -ESRCH;
 	if (!fstat(fd, &st) && st.st_size >= (off_t)sizeof(*s))
-		s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		s = mmap(NULL, sizeof(*s), writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
 	if (s == MAP_FAILED)
 		return -ESRCH;
@@ -96,6 +74,16 @@ int stats_attach(int pid, struct stats **out)
 	}
 	*out = s;
 	return 0;
+}
+
+int stats_open(int pid, const struct stats **out)
+{
+	return map_counters(pid, false, (struct stats **)out);
+}
+
+int stats_attach(int pid, struct stats **out)
+{
+	return map_counters(pid, true, out);
 }
 
 int stats_note_unmanaged(int pid)

@@ -57,7 +57,6 @@ static void task_path(char *buf, int tid, const char *leaf)
 	strcpy(buf, leaf);
 }
 
-
 /* The number after key in /proc status text, or 0. */
 static uint64_t status_num(const char *st, const char *key)
 {
