@@ -61,7 +61,7 @@ if want core; then
       gdb -batch -nx "${args[@]}" "$progs/prog_tools" "$ccore" 2>&1 | grep -E '^\$|Cannot' | head -n 6 | sed 's/^/    /'
     else
       nsize=$(stat -c %s "$ncore"); csize=$(stat -c %s "$ccore")
-      if [ "$csize" -gt $((nsize + 512 * 1048576)) ]; then
+      if [ "$csize" -gt $((nsize + 128 * 1048576)) ]; then
         fail core "the core's size is $((csize >> 20)) MiB against $((nsize >> 20)) MiB natively"
       else
         echo "ok: core: gdb reads the array from the core ($((csize >> 20)) MiB, natively $((nsize >> 20)) MiB; $(stats_get core pages_evicted) pages had been evicted)"

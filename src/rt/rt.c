@@ -86,9 +86,14 @@ static const char *reserve_region(void)
 	if (p == -1)
 		return "cannot reserve the managed region (option region; RLIMIT_AS?)";
 	base = (char *)(((uintptr_t)p + REGION_ALIGN - 1) & ~(REGION_ALIGN - 1));
+	/* the alignment's slack goes back: left mapped, the kernel merged it
+	 * with the next anonymous mapping and core dumps held up to 1 GiB of it */
+	if (base > (char *)p)
+		syscall(SYS_munmap, p, base - (char *)p);
+	syscall(SYS_munmap, base + len, (char *)p + REGION_ALIGN - base);
 	mi_option_set(mi_option_limit_os_alloc, 1);
 	if (!mi_manage_os_memory_ex(base, len / 2, true, false, true, -1, false, &arena)) {
-		syscall(SYS_munmap, p, len + REGION_ALIGN);
+		syscall(SYS_munmap, base, len);
 		return "the allocator refused the managed region";
 	}
 	syscall(SYS_madvise, base, len, MADV_NOHUGEPAGE); /* 4 KiB granularity for faults */
