@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """sched (docs/PAGER.md P43): how the threads a fault waits on are scheduled
 (option sched: normal, slice, fifo), on a quiet machine and beside CPU-bound
-neighbours at normal priority.
+neighbours at normal priority; a mode build:DIR runs another build's comex
+(sched normal) for an A/B of two versions.
 
 pager_bench (fill --size-mib, --passes passes touching every page in the
 pattern's order, 10 % writes, every touch timed) runs under `comex run` with
@@ -17,7 +18,7 @@ sched normal in the same neighbour group. Writes
 bench/results/sched-<UTC>.json (schema comex-bench-sched/1).
 
   python3 bench/sched.py [--build DIR] [--runs 3] [--size-mib 512] [--patterns rand,seq]
-      [--modes normal,slice,fifo] [--neighbours 0,1,2] [--fraction 0.25]
+      [--modes normal,slice,fifo,build:DIR] [--neighbours 0,1,2] [--fraction 0.25]
 """
 
 import argparse
@@ -44,12 +45,21 @@ def bench_argv(build, pattern, size_mib, passes):
             "--write-pct", "10", "--seed", "1", "--time-touches", "1"]
 
 
+def comex_argv(build, mode):
+    """A mode is a sched value, or build:DIR (that build's comex, sched normal)."""
+    if mode.startswith("build:"):
+        return [str(Path(mode[6:]).resolve() / "comex"), "run", "--sched=normal"]
+    return [str(build / "comex"), "run", f"--sched={mode}"]
+
+
 def run(build, argv, size_mib, local_kib, mode, tmp, want):
     stats = Path(tmp) / "stats.json"
     sysenv.warm_guest_memory(size_mib + 64)
     t = time.monotonic()
-    p = subprocess.run([str(build / "comex"), "run", f"--local-mem={local_kib}K", f"--sched={mode}",
-                        f"--stats-json={stats}", "--", *argv], capture_output=True, text=True, env=clean_env())
+    # stdin /dev/null, readable at once: until P46 the fault handler polled
+    # descriptor 0 and spun whenever it was (as under this harness)
+    p = subprocess.run([*comex_argv(build, mode), f"--local-mem={local_kib}K", f"--stats-json={stats}", "--", *argv],
+                       capture_output=True, text=True, env=clean_env(), stdin=subprocess.DEVNULL)
     wall = time.monotonic() - t
     out = json.loads(p.stdout) if p.returncode == 0 else {}
     if out.get("checksum") != want:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_features: one small program per pager feature (fork, read(2) into evicted memory, writers racing eviction, discards racing remote reads, mremap, MADV_DONTNEED, exec, signals, an evicted locale, encrypted pages, a memfd and a file mapped MAP_FIXED over evicted memory, a program's own userfaultfd, protections/JIT/locks/advice) filling 4x --local-mem, same output as natively, remote traffic.
+# e2e_run_features: one small program per pager feature (fork, read(2) into evicted memory, writers racing eviction, discards racing remote reads, mremap, MADV_DONTNEED, exec, signals, an evicted locale, encrypted pages, a memfd and a file mapped MAP_FIXED over evicted memory, a program's own userfaultfd, protections/JIT/locks/advice, an idle program with stdin /dev/null) filling 4x --local-mem, same output as natively, remote traffic.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_run_features: feature programs at 128 MiB under comex run --local-mem 32M match their native runs"
 
@@ -128,5 +128,23 @@ if [ -s "$dir/exec.err" ] && [ -s "$dir/exec.comex" ]; then
     grep -q "prog_exec stage $stage: runtime mapped: yes" "$dir/exec.err" \
       || fail exec-runtime "stage $stage of prog_exec ran without the comex runtime"
   done
+fi
+
+# an idle program whose stdin is readable at once (/dev/null) costs no CPU:
+# the fault handler polled descriptor 0 for unused child slots and spun a
+# whole core (P46). A sleeping process uses about 0.01 s in 2 s; a spinning
+# handler uses about 2 s. The bound is CPU used, not time taken.
+if want idle; then
+  "$bin" run --local-mem 32M -- sh -c 'sleep 2; cat /proc/$$/stat' </dev/null >"$dir/idle.out" 2>"$dir/idle.err" \
+    || fail idle "exit status $? under comex run: $(tail -n 2 "$dir/idle.err")"
+  ticks=$(awk '{print $14 + $15}' "$dir/idle.out") # utime + stime of every thread, in clock ticks
+  hz=$(getconf CLK_TCK)
+  if [ -z "$ticks" ]; then
+    fail idle "no /proc/PID/stat line from the program"
+  elif [ "$ticks" -gt $((hz / 2)) ]; then
+    fail idle "a program sleeping 2 s used $ticks ticks of CPU (of $hz a second) under comex run with stdin /dev/null"
+  else
+    echo "ok: idle: a program sleeping 2 s with stdin /dev/null used $ticks ticks of CPU ($hz a second)"
+  fi
 fi
 finish

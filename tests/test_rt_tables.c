@@ -11,7 +11,7 @@
 #include "wbuf.h"
 #include "check.h"
 
-/* Random alloc/take/free against a byte map: no overlap, frees coalesce back to one extent. */
+/* Random alloc/take/claim/free/release and the span lookups against a byte map: no overlap, frees coalesce back to one extent. */
 static void test_ranges(void)
 {
 	enum { N = 4096 };
@@ -23,7 +23,7 @@ static void test_ranges(void)
 	srand(1);
 	for (int it = 0; it < 20000; it++) {
 		uint64_t len = 1 + (uint64_t)rand() % 64, st = (uint64_t)rand() % (N - 64);
-		int op = rand() % 4;
+		int op = rand() % 6;
 
 		if (op == 0 && ranges_alloc(r, len, &s) == 0) {
 			for (uint64_t i = s; i < s + len; i++) { CHECK(!used[i]); used[i] = 1; }
@@ -35,6 +35,26 @@ static void test_ranges(void)
 		} else if (op == 2) {
 			CHECK(ranges_claim(r, st, len) == 0);
 			memset(used + st, 1, len);
+		} else if (op == 4) {
+			CHECK(ranges_release(r, st, len) == 0);
+			memset(used + st, 0, len);
+		} else if (op == 5) {
+			uint64_t a, b;
+			int got = ranges_taken_span(r, st, &a, &b);
+
+			CHECK((got == 0) == !!used[st]);
+			if (!got) {
+				for (uint64_t i = a; i < b; i++) CHECK(used[i]);
+				CHECK((a == 0 || !used[a - 1]) && (b == N || !used[b]));
+			}
+			got = ranges_next_free(r, st, &a, &b);
+			uint64_t f = st;
+			while (f < N && used[f]) f++;
+			CHECK((got == 0) == (f < N));
+			if (!got) {
+				CHECK(a <= f && f < a + b && (a == st || a == f || !used[st]));
+				for (uint64_t i = a; i < a + b; i++) CHECK(!used[i]);
+			}
 		} else {
 			bool all_used = true;
 			for (uint64_t i = st; i < st + len; i++) all_used &= used[i];

@@ -17,6 +17,7 @@
 #include "client.h"
 #include "forkchild.h"
 #include "log.h"
+#include "ranges.h"
 #include "wakeup.h"
 #include "pager_impl.h"
 #include "prefetch.h"
@@ -35,11 +36,25 @@ static unsigned run_next;
 #define MAX_HANDLERS 64
 static unsigned nhandlers; /* started (atomic) */
 
-static bool zero_eligible(uint64_t idx)
+/* The page reads as zero: discarded, or never touched since it was mapped
+ * (a free entry in the heap arena, or in the mmap area inside [mlo, mhi),
+ * a run the program has mapped: P45). */
+static bool zero_eligible(uint64_t idx, uint64_t mlo, uint64_t mhi)
 {
 	unsigned s = pte_state(P.pt[idx]);
 
-	return s == PTE_EMPTY || (s == PTE_FREE && in_heap(idx));
+	return s == PTE_EMPTY || (s == PTE_FREE && (in_heap(idx) || (idx >= mlo && idx < mhi)));
+}
+
+/* The run of mapped pages around idx, [*lo, *hi) (empty if idx is not
+ * mapped). Caller holds the pager lock (ranges). */
+static void mapped_span(uint64_t idx, uint64_t *lo, uint64_t *hi)
+{
+	*lo = *hi = 0;
+	if (!in_heap(idx) && !ranges_taken_span(P.ranges, idx - P.c.heap_pages, lo, hi)) {
+		*lo += P.c.heap_pages;
+		*hi += P.c.heap_pages;
+	}
 }
 
 /* Pages one zero fill may map: zero-fill-window, or 2 MiB while the budget
@@ -97,9 +112,11 @@ static int zero_map(uint64_t lo, uint64_t hi, size_t *done)
 static void zero_fill(uint64_t idx, uint64_t t0)
 {
 	uint64_t w = zero_window(), lo = idx, hi = idx + 1;
-	uint64_t wlo = idx - idx % w, whi = wlo + w;
+	uint64_t wlo = idx - idx % w, whi = wlo + w, mlo, mhi;
 	size_t done;
 	int err;
+
+	mapped_span(idx, &mlo, &mhi);
 
 	if (whi > P.c.npages)
 		whi = P.c.npages;
@@ -107,9 +124,9 @@ static void zero_fill(uint64_t idx, uint64_t t0)
 		whi = P.c.heap_pages;
 	/* one UFFDIO_ZEROPAGE fills one kernel mapping: not past a change of
 	 * protection or lock (P30) */
-	while (lo > wlo && zero_eligible(lo - 1) && !((P.pt[lo - 1] ^ P.pt[idx]) & PTE_ATTRS))
+	while (lo > wlo && zero_eligible(lo - 1, mlo, mhi) && !((P.pt[lo - 1] ^ P.pt[idx]) & PTE_ATTRS))
 		lo--;
-	while (hi < whi && zero_eligible(hi) && !((P.pt[hi] ^ P.pt[idx]) & PTE_ATTRS))
+	while (hi < whi && zero_eligible(hi, mlo, mhi) && !((P.pt[hi] ^ P.pt[idx]) & PTE_ATTRS))
 		hi++;
 	/* a window may stop part way (-EAGAIN): what it mapped is resident */
 	err = zero_map(lo, hi, &done);
@@ -541,10 +558,12 @@ static char lost_page[PAGE_SIZE] __attribute__((aligned(PAGE_SIZE)));
 static void fault_missing(uint64_t idx, bool write)
 {
 	uint64_t t0 = now_ns();
+	unsigned s0;
 	pte_t e;
 	const void *src;
 
-	reclaim_make_room(zero_eligible(idx) ? zero_window() : 1);
+	s0 = pte_state(P.pt[idx]);
+	reclaim_make_room(s0 == PTE_FREE || s0 == PTE_EMPTY ? zero_window() : 1);
 	e = P.pt[idx];
 	switch (pte_state(e)) {
 	case PTE_FREE:

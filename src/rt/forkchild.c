@@ -98,12 +98,30 @@ static void free_slot(struct child *c)
 	ndeferred = 0;
 }
 
+/* Copies [from, from + len) of a table to the same offsets of a fresh
+ * (zero) one, skipping its all-zero pages: a sparse table stays sparse in
+ * the snapshot (P45). */
+static void copy_sparse(char *to, const char *from, size_t len)
+{
+	static const uint64_t zero[PAGE_SIZE / 8];
+
+	for (size_t off = 0; off < len;) {
+		size_t n = PAGE_SIZE - ((uintptr_t)(from + off) & (PAGE_SIZE - 1));
+
+		if (n > len - off)
+			n = len - off;
+		if (memcmp(from + off, zero, n))
+			memcpy(to + off, from + off, n);
+		off += n;
+	}
+}
+
 static void copy_range(struct child *c, uint64_t lo, uint64_t hi)
 {
 	if (hi <= lo)
 		return;
-	memcpy(c->pt + lo, P.pt + lo, (hi - lo) * sizeof(pte_t));
-	memcpy(c->sum + lo, P.sum + lo, (hi - lo) * sizeof(pagesum_t));
+	copy_sparse((char *)(c->pt + lo), (const char *)(P.pt + lo), (hi - lo) * sizeof(pte_t));
+	copy_sparse((char *)(c->sum + lo), (const char *)(P.sum + lo), (hi - lo) * sizeof(pagesum_t));
 }
 
 /* True when the child's address space is gone (exit or exec). */
@@ -270,6 +288,11 @@ int forkchild_pollfds(struct pollfd *set, int room)
 		int fd = __atomic_load_n(&kids[i].uffd, __ATOMIC_ACQUIRE);
 		int pidfd = __atomic_load_n(&kids[i].pidfd, __ATOMIC_ACQUIRE);
 
+		/* a slot never used is all zero: descriptor 0 is the program's
+		 * stdin, which poll() finds readable at once (/dev/null, a pipe
+		 * with data) and the handler would spin */
+		if (!__atomic_load_n(&kids[i].used, __ATOMIC_ACQUIRE))
+			continue;
 		if (fd >= 0)
 			set[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
 		if (pidfd >= 0)

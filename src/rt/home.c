@@ -7,10 +7,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "log.h"
 #include "memcg.h"
 #include "pager_impl.h"
 #include "procfile.h"
+#include "ranges.h"
 #include "sysmem.h"
 
 enum { HOME_REQUEST = 1, HOME_TRACER = 2, HOME_CORE = 4 };
@@ -106,6 +108,7 @@ void home_run(bool on_trace)
 			refused = 0;
 			__atomic_store_n(&P.c.stats->home_held, 0, __ATOMIC_RELEASE);
 		}
+		budget_count_outside();
 		nanosleep(&tick, NULL);
 	}
 }
@@ -117,22 +120,34 @@ static void leave_out(uint64_t lo, uint64_t hi)
 		raw_madvise(page_addr(lo), (hi - lo) << PAGE_SHIFT, MADV_DONTDUMP);
 }
 
-/* The region's pages the program never had, out of the core: runs of
- * never-used pages and everything above the highest page used, in the heap
- * arena and in the mmap area. What the program mapped and never touched is
- * dumped as without comex (a hole in the file). */
-static void trim(uint64_t lo, uint64_t used, uint64_t end)
+/* The region's pages the program never had, out of the core. In the heap
+ * arena: runs of never-used pages and everything above the highest page
+ * used. In the mmap area: what the program has not mapped (the free
+ * extents); what it mapped and never touched is dumped as without comex
+ * (a hole in the file). Short runs stay: each would split the mapping. */
+static void trim_heap(void)
 {
-	uint64_t run = lo;
+	uint64_t run = 0;
 
-	for (uint64_t i = lo; i < used; i++) {
+	for (uint64_t i = 0; i < P.heap_hi; i++) {
 		if (pte_state(__atomic_load_n(&P.pt[i], __ATOMIC_RELAXED)) != PTE_FREE) {
 			if (i - run >= DONTDUMP_MIN_PAGES)
 				leave_out(run, i);
 			run = i + 1;
 		}
 	}
-	leave_out(run, end);
+	leave_out(run, P.c.heap_pages);
+}
+
+static void trim_map_area(void)
+{
+	uint64_t at = 0, s, n;
+
+	while (!ranges_next_free(P.ranges, at, &s, &n)) {
+		if (n >= DONTDUMP_MIN_PAGES)
+			leave_out(P.c.heap_pages + s, P.c.heap_pages + s + n);
+		at = s + n;
+	}
 }
 
 void home_for_core(void)
@@ -144,6 +159,6 @@ void home_for_core(void)
 	/* a crash inside the pager, holding its lock: what is away stays away */
 	if (!(__atomic_load_n(&P.held_since, __ATOMIC_ACQUIRE) && P.held_tid == self))
 		bring(HOME_CORE);
-	trim(0, P.heap_hi, P.c.heap_pages);
-	trim(P.c.heap_pages, P.map_hi, P.c.npages);
+	trim_heap();
+	trim_map_area();
 }

@@ -78,3 +78,31 @@ int pagemap_mapped_prefix(int fd, const void *addr, size_t npages, size_t *count
 	*count_out = n;
 	return 0;
 }
+
+int pagemap_anon_bytes(int fd, uintptr_t start, uintptr_t end, uint64_t *bytes_out)
+{
+	struct page_region vec[REGIONS];
+	uint64_t bytes = 0;
+
+	while (start < end) {
+		/* present, and neither a file's (shared memory included) nor
+		 * the shared zero page: what the process has of its own */
+		struct pm_scan_arg a = {
+			.size = sizeof(a), .start = start, .end = end, .vec = (uintptr_t)vec, .vec_len = REGIONS,
+			.category_inverted = PAGE_IS_FILE | PAGE_IS_PFNZERO,
+			.category_mask = PAGE_IS_PRESENT | PAGE_IS_FILE | PAGE_IS_PFNZERO,
+			.return_mask = PAGE_IS_PRESENT,
+		};
+		long n = ioctl(fd, PAGEMAP_SCAN, &a);
+
+		if (n < 0)
+			return errno == ENOTTY ? -EOPNOTSUPP : -errno;
+		for (long i = 0; i < n; i++)
+			bytes += vec[i].end - vec[i].start;
+		if (a.walk_end <= start)
+			return -EIO; /* no progress: never loop forever */
+		start = a.walk_end;
+	}
+	*bytes_out = bytes;
+	return 0;
+}

@@ -2,7 +2,8 @@
  * write-protected, learned and re-protected in one atomic step with the
  * PAGEMAP_SCAN ioctl (Linux 6.7+). Pairs with UFFD_FEATURE_WP_ASYNC, under
  * which the kernel resolves writes to protected pages without a message.
- * Also which pages of a range are mapped at all. */
+ * Also which pages of a range are mapped at all, and how much anonymous
+ * memory a range holds. */
 #ifndef COMEX_RT_PAGEMAP_H
 #define COMEX_RT_PAGEMAP_H
 
@@ -21,5 +22,8 @@ int pagemap_written(int fd, void *addr, size_t npages, uint64_t written[PAGEMAP_
 /* How many of the npages (<= PAGEMAP_MAX_PAGES) pages from addr, counted
  * from the first, have a page (present or swapped out). */
 int pagemap_mapped_prefix(int fd, const void *addr, size_t npages, size_t *count_out);
+/* Bytes of anonymous memory present in [start, end) (page-aligned): not
+ * a file's or shared memory's, not the shared zero page; holes skipped. */
+int pagemap_anon_bytes(int fd, uintptr_t start, uintptr_t end, uint64_t *bytes_out);
 
 #endif

@@ -88,10 +88,7 @@ void pager_became_resident(uint64_t idx, unsigned state, unsigned node, uint32_t
 		replica_drop(idx);
 	evict_push(P.ev, P.pt, idx, gen);
 	pager_set_resident(1);
-	if (in_heap(idx) && idx >= P.heap_hi)
-		P.heap_hi = idx + 1;
-	else if (!in_heap(idx) && idx >= P.map_hi)
-		P.map_hi = idx + 1;
+	pager_raise_hi(idx, idx + 1);
 }
 
 void pager_release_frame(unsigned node, uint32_t pfn)
@@ -250,6 +247,10 @@ void pager_forget_entries(uint64_t lo, uint64_t hi, unsigned to)
 	for (uint64_t i = lo; i < hi; i++) {
 		pte_t e = P.pt[i];
 
+		/* a free page reads as zero once mapped: left as it is, so that
+		 * mapping or unmapping a huge range writes no table page (P45) */
+		if (pte_state(e) == PTE_FREE && (to == PTE_EMPTY || (to == PTE_FREE && !(e & PTE_ATTRS))))
+			continue;
 		if (P.detached) {
 			if (pte_state(e) == PTE_REMOTE || pte_state(e) == PTE_WBUF || pte_state(e) == PTE_LOST)
 				forkchild_discarded(i); /* never the parent's snapshot copy again */
@@ -309,8 +310,11 @@ static int set_prot(uint64_t lo, uint64_t n, int prot, bool always)
 	    syscall(SYS_mprotect, page_addr(lo), n << PAGE_SHIFT, prot))
 		return -errno;
 	for (uint64_t i = lo; i < lo + n; i++) {
+		pte_t e = pte_set_prot(P.pt[i] & ~PTE_LOCKED, (unsigned)prot & 7);
+
 		unlocked += !!(P.pt[i] & PTE_LOCKED);
-		P.pt[i] = pte_set_prot(P.pt[i] & ~PTE_LOCKED, (unsigned)prot & 7);
+		if (e != P.pt[i]) /* unchanged entries are not written: P45 */
+			P.pt[i] = e;
 	}
 	prot_count_locked(-(int64_t)unlocked);
 	return 0;
@@ -329,8 +333,7 @@ int pager_mmap(size_t len, int prot, void **out)
 	pager_lock("mmap");
 	err = ranges_alloc(P.ranges, n, &start);
 	if (!err) {
-		start += P.c.heap_pages;
-		forget(start, start + n, PTE_EMPTY);
+		start += P.c.heap_pages; /* free in ranges: PTE_FREE, no attributes (P45) */
 		err = set_prot(start, n, prot, false);
 		if (err)
 			ranges_free(P.ranges, start - P.c.heap_pages, n);
@@ -382,6 +385,25 @@ int pager_mmap_fixed(void *addr, size_t len, int prot, bool noreplace)
 	return err;
 }
 
+/* The table pages that hold only entries of [lo, hi), which are all
+ * PTE_FREE now, go back to the kernel: the runtime's tables grow with the
+ * pages mapped and touched, not with the address space (P45). A dropped
+ * entry reads 0 (generation 0): a stale eviction item that matches it
+ * again only names a page as a candidate (evict_pick dedups). */
+static void tables_drop(uint64_t lo, uint64_t hi)
+{
+	uintptr_t a, b;
+
+	a = ((uintptr_t)(P.pt + lo) + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
+	b = (uintptr_t)(P.pt + hi) & ~(PAGE_SIZE - 1);
+	if (b > a)
+		raw_madvise((void *)a, b - a, MADV_DONTNEED);
+	a = ((uintptr_t)(P.sum + lo) + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
+	b = (uintptr_t)(P.sum + hi) & ~(PAGE_SIZE - 1);
+	if (b > a)
+		raw_madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
 /* Unmaps the managed pages [lo, hi) of the mmap area: they become free.
  * (The allocator's arena is never unmapped, only discarded.) */
 static int unmap_managed(uint64_t lo, uint64_t hi)
@@ -392,9 +414,8 @@ static int unmap_managed(uint64_t lo, uint64_t hi)
 	}
 	forget(lo, hi, PTE_FREE);
 	syscall(SYS_mprotect, page_addr(lo), (hi - lo) << PAGE_SHIFT, PROT_READ | PROT_WRITE);
-	for (uint64_t i = lo; i < hi; i++) /* pages already free are skipped */
-		ranges_free(P.ranges, i - P.c.heap_pages, 1);
-	return 0;
+	tables_drop(lo, hi);
+	return ranges_release(P.ranges, lo - P.c.heap_pages, hi - lo);
 }
 
 /* Foreign runs go back to the kernel's view of an unmapped range: the
@@ -571,9 +592,8 @@ static int move_range(uint64_t lo, uint64_t on, uint64_t start, uint64_t nn, int
 		return 0;
 	}
 	forget(lo, lo + on, PTE_FREE);
-	for (uint64_t i = lo; i < lo + on; i++)
-		ranges_free(P.ranges, i - P.c.heap_pages, 1);
-	return 0;
+	tables_drop(lo, lo + on);
+	return ranges_release(P.ranges, lo - P.c.heap_pages, on);
 }
 
 /* mremap(2) semantics inside the mmap area: shrink or grow in place, else move

@@ -124,6 +124,17 @@ static inline void pager_cond_wait(pthread_cond_t *c, const char *why)
 static inline char *page_addr(uint64_t idx) { return P.c.base + (idx << PAGE_SHIFT); }
 static inline bool in_heap(uint64_t idx) { return idx < P.c.heap_pages; }
 
+/* Entries at or above heap_hi (heap arena) and map_hi (mmap area) were
+ * never anything but free: scans of the tables stop there. Raised for
+ * [lo, hi) (pager lock held). */
+static inline void pager_raise_hi(uint64_t lo, uint64_t hi)
+{
+	if (lo < P.c.heap_pages && hi > P.heap_hi)
+		P.heap_hi = hi < P.c.heap_pages ? hi : P.c.heap_pages;
+	if (hi > P.c.heap_pages && hi > P.map_hi)
+		P.map_hi = hi;
+}
+
 static inline int raw_madvise(void *addr, size_t len, int advice)
 {
 	return syscall(SYS_madvise, addr, len, advice) ? -errno : 0;

@@ -27,6 +27,7 @@
 #include "evict.h"
 #include "log.h"
 #include "pager_impl.h"
+#include "ranges.h"
 #include "uapi.h"
 
 #ifndef MCL_ONFAULT
@@ -57,17 +58,23 @@ static bool pages_of(const void *addr, size_t len, uint64_t *lo, uint64_t *hi)
  * ENOMEM for it. */
 static bool any_unmapped(uint64_t lo, uint64_t hi)
 {
-	for (uint64_t i = lo; i < hi; i++)
-		if (!in_heap(i) && pte_state(P.pt[i]) == PTE_FREE)
-			return true;
-	return false;
+	uint64_t s, n;
+
+	if (hi <= P.c.heap_pages)
+		return false;
+	if (lo < P.c.heap_pages)
+		lo = P.c.heap_pages;
+	return !ranges_next_free(P.ranges, lo - P.c.heap_pages, &s, &n) && s < hi - P.c.heap_pages;
 }
 
 static void set_prot(uint64_t lo, uint64_t hi, int prot)
 {
-	for (uint64_t i = lo; i < hi; i++)
-		if (pte_state(P.pt[i]) != PTE_FOREIGN)
-			P.pt[i] = pte_set_prot(P.pt[i], (unsigned)prot & 7);
+	for (uint64_t i = lo; i < hi; i++) {
+		pte_t e = pte_set_prot(P.pt[i], (unsigned)prot & 7);
+
+		if (pte_state(e) != PTE_FOREIGN && e != P.pt[i]) /* unchanged entries are not written: P45 */
+			P.pt[i] = e;
+	}
 }
 
 /* True when this thread holds the pager lock already: a signal handler
@@ -128,6 +135,8 @@ static uint64_t mark_locked(uint64_t lo, uint64_t hi, bool on)
 		n++;
 	}
 	prot_count_locked(on ? (int64_t)n : -(int64_t)n);
+	if (on && n) /* a locked entry that was never resident still counts for munlockall */
+		pager_raise_hi(lo, hi);
 	return n;
 }
 
@@ -180,9 +189,9 @@ int prot_mlockall(int flags)
 	if ((flags & MCL_CURRENT) && !(flags & MCL_ONFAULT)) {
 		/* as the kernel would populate them: every page away comes home */
 		for (;;) {
-			pager_bring_home(0, P.c.npages, true);
+			pager_bring_all(true);
 			pager_lock("mlockall");
-			if (!pager_bring_home(0, P.c.npages, false))
+			if (!pager_bring_all(false))
 				break;
 			pager_unlock();
 		}
@@ -199,7 +208,8 @@ int prot_munlockall(void)
 	if (!P.pt || P.detached)
 		return 0;
 	pager_lock("munlockall");
-	mark_locked(0, P.c.npages, false);
+	mark_locked(0, P.heap_hi, false);
+	mark_locked(P.c.heap_pages, P.map_hi, false);
 	__atomic_store_n(&P.locked_all, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&P.c.stats->locked_all, 0, __ATOMIC_RELAXED);
 	pager_unlock();

@@ -10,8 +10,9 @@
 #define PAGE_SIZE  (1ul << PAGE_SHIFT)
 
 enum pte_state {
-	PTE_FREE = 0,    /* not handed out (mmap area) / never touched (heap arena) */
-	PTE_EMPTY,       /* handed out, never touched or discarded: reads as zero */
+	PTE_FREE = 0,    /* never touched, or not mapped: which of the two, in the mmap area, is
+			  * the ranges allocator's to say (P45); a mapped one reads as zero */
+	PTE_EMPTY,       /* discarded, or a free page a call forgot: reads as zero */
 	PTE_DIRTY,       /* resident, no valid remote copy */
 	PTE_CLEAN,       /* resident, write-protected, remote copy at (node, pfn) valid */
 	PTE_REMOTE,      /* only at (node, pfn); maybe also in the read buffer */

@@ -220,3 +220,49 @@ uint64_t ranges_free_pages(const struct ranges *r)
 {
 	return r->nfree;
 }
+
+int ranges_release(struct ranges *r, uint64_t start, uint64_t len)
+{
+	uint64_t p = start, end = start + len;
+
+	if (end > r->npages)
+		return -EINVAL;
+	while (p < end) {
+		uint32_t i = upper(r, p);
+		uint64_t stop = i < r->n && r->e[i].start < end ? r->e[i].start : end;
+		int err;
+
+		if (i && r->e[i - 1].start + r->e[i - 1].len > p) { /* p is free already */
+			p = r->e[i - 1].start + r->e[i - 1].len;
+			continue;
+		}
+		if ((err = ranges_free(r, p, stop - p)))
+			return err;
+		p = stop;
+	}
+	return 0;
+}
+
+int ranges_next_free(const struct ranges *r, uint64_t from, uint64_t *start_out, uint64_t *len_out)
+{
+	uint32_t i = upper(r, from);
+
+	if (i && r->e[i - 1].start + r->e[i - 1].len > from)
+		i--;
+	if (i == r->n)
+		return -ENOENT;
+	*start_out = r->e[i].start;
+	*len_out = r->e[i].len;
+	return 0;
+}
+
+int ranges_taken_span(const struct ranges *r, uint64_t p, uint64_t *lo_out, uint64_t *hi_out)
+{
+	uint32_t i = upper(r, p);
+
+	if (p >= r->npages || (i && r->e[i - 1].start + r->e[i - 1].len > p))
+		return -ENOENT;
+	*lo_out = i ? r->e[i - 1].start + r->e[i - 1].len : 0;
+	*hi_out = i < r->n ? r->e[i].start : r->npages;
+	return 0;
+}

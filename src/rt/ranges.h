@@ -21,6 +21,14 @@ int ranges_claim(struct ranges *r, uint64_t start, uint64_t len);
 /* Returns [start, start+len); freeing pages that are already free is -EINVAL
  * (nothing changed). */
 int ranges_free(struct ranges *r, uint64_t start, uint64_t len);
+/* Returns whatever of [start, start+len) is taken (munmap of a range that
+ * may hold holes); -ENOMEM if the extent table filled part way. */
+int ranges_release(struct ranges *r, uint64_t start, uint64_t len);
 uint64_t ranges_free_pages(const struct ranges *r);
+/* The free extent that holds page from, else the first one after it;
+ * -ENOENT when there is none. */
+int ranges_next_free(const struct ranges *r, uint64_t from, uint64_t *start_out, uint64_t *len_out);
+/* The run of taken pages around page p: [lo, hi); -ENOENT if p is free. */
+int ranges_taken_span(const struct ranges *r, uint64_t p, uint64_t *lo_out, uint64_t *hi_out);
 
 #endif

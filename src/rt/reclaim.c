@@ -20,11 +20,11 @@
 #include <sys/mman.h>
 
 #include "backup.h"
+#include "budget.h"
 #include "client.h"
 #include "evict.h"
 #include "forkchild.h"
 #include "log.h"
-#include "memcg.h"
 #include "pagemap.h"
 #include "pager_impl.h"
 #include "placement.h"
@@ -701,47 +701,6 @@ void reclaim_range(uint64_t lo, uint64_t hi)
 	}
 }
 
-/* ---- the budget in a memory cgroup (cgroup-follow, P38) ---- */
-
-/* 20 ms: reading the cgroup's three files costs about 30 us here, so at
- * most 0.15 % of a faulting program's time, and in 20 ms the program's
- * memory outside the budget (stacks, page tables) grows far less than the
- * slack. The pager's own pages are bounded by the budget itself. */
-#define FOLLOW_NS 20000000ull
-#define FOLLOW_MIN_PAGES 1024 /* 4 MiB: a budget below it would evict on every fault */
-
-/* The budget becomes what is resident plus the room the cgroup has left
- * (minus the reserve): all of a shortfall at once, half of a surplus, so
- * that several programs following one cgroup converge instead of each
- * taking the same room. Never above local-mem's bound (the limit at start). */
-static void follow_cgroup(void)
-{
-	uint64_t now, want;
-	int64_t room, pages;
-	int err;
-
-	if (!P.c.follow || (now = now_ns()) - P.follow_at < FOLLOW_NS)
-		return;
-	P.follow_at = now;
-	if ((err = memcg_room(&room)) == -ENOENT) /* the limit was lifted: up to local-mem's bound */
-		room = (int64_t)((P.c.budget_pages << PAGE_SHIFT) + P.c.follow_reserve);
-	else if (err) {
-		errno = -err;
-		log_warn("cannot read the memory cgroup's usage: %m; the budget stays at %llu MiB",
-			 (unsigned long long)(P.budget >> (20 - PAGE_SHIFT)));
-		P.c.follow = false;
-		return;
-	}
-	pages = (room - (int64_t)P.c.follow_reserve) / (int64_t)PAGE_SIZE;
-	pages = pages > 0 ? pages / 2 : pages;
-	want = (int64_t)P.resident + pages < FOLLOW_MIN_PAGES ? FOLLOW_MIN_PAGES : (uint64_t)((int64_t)P.resident + pages);
-	__atomic_store_n(&P.budget, want < P.c.budget_pages ? want : P.c.budget_pages, __ATOMIC_RELAXED);
-	__atomic_store_n(&P.c.stats->budget_bytes, P.budget << PAGE_SHIFT, __ATOMIC_RELAXED);
-	/* local-mem as comex top and the exporter show it: the budget and the buffers */
-	__atomic_store_n(&P.c.stats->local_mem_bytes,
-			 (P.budget + P.c.rbuf_pages + (uint64_t)P.nnodes * P.c.wbuf_pages) << PAGE_SHIFT, __ATOMIC_RELAXED);
-}
-
 /* Every fault served over the budget is counted (budget_overshoots): all
  * memnodes full, or victims the kernel would not move (pages shared with a
  * forked child). A fork being prepared, or a tool holding pages home,
@@ -750,7 +709,7 @@ void reclaim_make_room(uint64_t k)
 {
 	bool forking = __atomic_load_n(&P.no_evict, __ATOMIC_ACQUIRE) || __atomic_load_n(&P.home_hold, __ATOMIC_ACQUIRE);
 
-	follow_cgroup();
+	budget_follow();
 	if (P.resident + k <= P.budget || forking)
 		return;
 	if (may_evict()) {

@@ -23,6 +23,7 @@
 #include "membership.h"
 #include "options.h"
 #include "forkchild.h"
+#include "budget.h"
 #include "home.h"
 #include "pager.h"
 #include "placement.h"
@@ -71,18 +72,28 @@ static void start_failed(const char *why)
 
 /* Reserves the region and hands its first half to mimalloc as the only
  * memory it may use (limit_os_alloc), so every heap object lives there.
- * NULL, or why it could not. */
+ * The default size is tried, then halves of it down to REGION_LEAST, where
+ * RLIMIT_AS or the kernel's overcommit policy refuse it; a size the user
+ * gave is taken or refused. NULL, or why it could not. */
+#define REGION_LEAST (64ul << 30) /* the old default: below it, big programs fall outside */
+#define REGION_MOST  (16ul << 40) /* page numbers in the region fit 32 bits (interpose.c's hint key) */
 static const char *reserve_region(void)
 {
 	uint64_t len = opt_num(&opts, OPT_REGION) & ~(REGION_ALIGN - 1);
+	bool given = strcmp(opts.v[OPT_REGION].origin, "default");
 	long p;
 	char *base;
 	mi_arena_id_t arena;
 
-	if (len < 2 * REGION_ALIGN)
-		return "option region: must be at least 2G";
-	p = syscall(SYS_mmap, NULL, len + REGION_ALIGN, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (len < 2 * REGION_ALIGN || len > REGION_MOST)
+		return "option region: must be between 2G and 16T";
+	for (;;) {
+		p = syscall(SYS_mmap, NULL, len + REGION_ALIGN, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p != -1 || given || len / 2 < REGION_LEAST)
+			break;
+		len /= 2;
+	}
 	if (p == -1)
 		return "cannot reserve the managed region (option region; RLIMIT_AS?)";
 	base = (char *)(((uintptr_t)p + REGION_ALIGN - 1) & ~(REGION_ALIGN - 1));
@@ -544,6 +555,9 @@ __attribute__((destructor)) static void rt_fini(void)
 	pager_exit();
 	rss = rss_bytes();
 	stats->outside_rss_bytes = rss > stats->resident_bytes ? rss - stats->resident_bytes : 0;
+	budget_count_outside(); /* the last measure: a short program may end within one tick */
+	if (root && atoi(root) == getpid())
+		budget_report();
 	if (*path && root && atoi(root) == getpid())
 		stats_write_json(stats, path);
 	stats_unlink(getpid());

@@ -27,7 +27,8 @@
 	X(forks_lazy) X(forks_lazy_ended) X(pages_child_served) \
 	X(pages_failed_over) X(pages_rereplicated) X(pages_backup_written) X(pages_backup_read) X(preferred_node) \
 	X(locked_bytes) X(locked_all) X(pages_copied_out) X(children_unmanaged) \
-	X(pages_brought_home) X(home_held) X(bytes_mapped_outside) X(children_handed)
+	X(pages_brought_home) X(home_held) X(bytes_mapped_outside) X(children_handed) \
+	X(outside_anon_bytes) X(outside_anon_peak_bytes) X(budget_unkept_ms)
 
 struct stats {
 	uint64_t magic;
@@ -51,9 +52,9 @@ struct stats {
 #define HOME_HELD_YES 1     /* every page is home and eviction paused */
 #define HOME_HELD_REFUSED 2 /* asked, but the memory left is too short for the pages away */
 
-#define STATS_MAGIC 0x3753544154535843ull /* "CXSTATS7" little-endian (1: no histogram, 2: no pages_moved_uncounted,
+#define STATS_MAGIC 0x3853544154535843ull /* "CXSTATS8" little-endian (1: no histogram, 2: no pages_moved_uncounted,
 					  * 3: no locked_bytes, 4: no frames_renewed, 5: no budget_bytes,
-					  * 6: no children_unmanaged) */
+					  * 6: no children_unmanaged, 7: no outside_anon_bytes) */
 
 /* Creates the shared file for this process; falls back to private memory
  * (logged) so that a missing /dev/shm never stops the program. */
