@@ -2,7 +2,8 @@
 """sched (docs/PAGER.md P43): how the threads a fault waits on are scheduled
 (option sched: normal, slice, fifo), on a quiet machine and beside CPU-bound
 neighbours at normal priority; a mode build:DIR runs another build's comex
-(sched normal) for an A/B of two versions.
+(sched normal) for an A/B of two versions, a mode of comex run flags
+(joined by '+') any other configuration.
 
 pager_bench (fill --size-mib, --passes passes touching every page in the
 pattern's order, 10 % writes, every touch timed) runs under `comex run` with
@@ -46,9 +47,12 @@ def bench_argv(build, pattern, size_mib, passes):
 
 
 def comex_argv(build, mode):
-    """A mode is a sched value, or build:DIR (that build's comex, sched normal)."""
+    """A mode is a sched value; build:DIR (that build's comex, sched normal);
+    or comex run flags joined by '+' (--embedded-rma=true+--sched=fifo)."""
     if mode.startswith("build:"):
         return [str(Path(mode[6:]).resolve() / "comex"), "run", "--sched=normal"]
+    if mode.startswith("--"):
+        return [str(build / "comex"), "run", *mode.split("+")]
     return [str(build / "comex"), "run", f"--sched={mode}"]
 
 

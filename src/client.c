@@ -10,7 +10,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,6 +31,10 @@
 #define EXHAUSTED_BACKOFF_NS 100000000ull /* after NACK(pool empty): not asked again for 100 ms */
 #define EWMA_WEIGHT 0.125       /* same smoothing as TCP's SRTT */
 #define AUTO_T_MIN 16
+
+/* The embedded memnode's pool as a file (CLIENT_POOL_ENV), process-wide:
+ * a forked child that reconnects keeps it. fd -1: none. */
+static struct { int fd; uint64_t bytes; char addr[256]; } pool_file = { .fd = -1 };
 
 /* A request awaiting its reply; READ/WRITE carry the caller's transfer. */
 struct pending { uint64_t seq, t0; uint8_t type; struct tp_op *op; void *dst; size_t len; };
@@ -53,6 +59,7 @@ struct node {
 	uint16_t nid;
 	uint32_t credits;
 	uint64_t base, pool_frames;
+	bool direct;                  /* frames move through pool_file (P47) */
 	uint8_t rkey[PROTO_MAX_RKEY];
 	uint32_t rkey_len;
 	int reply_err;                /* ERROR reply to a synchronous request */
@@ -250,6 +257,10 @@ static void handle_reply(struct node *n, const struct proto_msg *m, const struct
 		n->room = m->u.welcome.free_frames;
 		memcpy(n->rkey, m->u.welcome.rkey, m->u.welcome.rkey_len);
 		n->rkey_len = m->u.welcome.rkey_len;
+		n->direct = pool_file.fd >= 0 && !strcmp(pool_file.addr, n->addr) &&
+			    n->pool_frames * FRAME_SIZE <= pool_file.bytes;
+		if (n->direct)
+			log_info("memnode %s: pages move through its pool file, by copies of our own", n->addr);
 		n->welcomed = true;
 		break;
 	case PROTO_CHUNK:
@@ -642,7 +653,7 @@ static int transfer_finish(struct node *n, enum tp_rma_kind kind, struct tp_op *
 
 	if (!err)
 		err = op->status;
-	if (!err && n->rkey_len && kind == TP_PUT) { /* a put completes locally; a flush proves it landed */
+	if (!err && n->rkey_len && !n->direct && kind == TP_PUT) { /* a put completes locally; a flush proves it landed */
 		*op = (struct tp_op){ .tag = n->session };
 		err = tp_rma(n->ep, TP_FLUSH, NULL, 0, 0, op);
 		if (!err)
@@ -655,8 +666,53 @@ static int transfer_finish(struct node *n, enum tp_rma_kind kind, struct tp_op *
 	return err;
 }
 
-/* One-sided when the memnode offered its key (data-path rma), otherwise a
- * READ or WRITE that the memnode checks against the frames it gave us.
+/* One transfer through the pool file: done when it returns (the page cache
+ * of a memfd is the pool's memory itself). 0 or -errno (logged). */
+static int pool_file_copy(enum tp_rma_kind kind, void *local, uint32_t count, uint32_t pfn)
+{
+	size_t len = (size_t)count * FRAME_SIZE;
+	off_t off = (off_t)pfn * (off_t)FRAME_SIZE;
+	ssize_t r = kind == TP_GET ? pread(pool_file.fd, local, len, off) : pwrite(pool_file.fd, local, len, off);
+
+	if (r == (ssize_t)len)
+		return 0;
+	if (r >= 0)
+		errno = EIO;
+	log_error("%s of %u frames at %u in the embedded memnode's pool file failed: %m",
+		  kind == TP_GET ? "reading" : "writing", count, pfn);
+	return -errno;
+}
+
+/* The pool file comex run named, taken over once per process (P47). */
+static void pool_file_take(void)
+{
+	static bool taken;
+	const char *v = getenv(CLIENT_POOL_ENV), *at = v ? strchr(v, '@') : NULL;
+	struct stat st;
+	int fd;
+
+	if (taken || !at)
+		return;
+	taken = true;
+	fd = atoi(v);
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		log_warn("%s=%s names no pool file (%m): the embedded memnode's pages move by messages", CLIENT_POOL_ENV, v);
+		return;
+	}
+	pool_file.fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	close(fd);
+	if (pool_file.fd < 0) {
+		log_warn("cannot keep the embedded memnode's pool file: %m; its pages move by messages");
+		return;
+	}
+	pool_file.bytes = (uint64_t)st.st_size;
+	snprintf(pool_file.addr, sizeof(pool_file.addr), "%s", at + 1);
+	unsetenv(CLIENT_POOL_ENV); /* a program's exec'd children reach the memnode by messages */
+}
+
+/* Through the pool file (P47); one-sided when the memnode offered its key
+ * (data-path rma); otherwise a READ or WRITE that the memnode checks against
+ * the frames it gave us.
  * Starts it; op is done once it completed (during any later wait). */
 static int transfer_start(struct node *n, enum tp_rma_kind kind, uint32_t pfn, uint32_t count, void *local,
 			  struct tp_op *op)
@@ -673,7 +729,10 @@ static int transfer_start(struct node *n, enum tp_rma_kind kind, uint32_t pfn, u
 		return err;
 	if (n->c->crypt && kind == TP_PUT)
 		local = n->c->bounce;
-	if (n->rkey_len) {
+	if (n->direct) {
+		op->done = true;
+		op->status = pool_file_copy(kind, local, count, pfn);
+	} else if (n->rkey_len) {
 		err = tp_rma(n->ep, kind, local, count * FRAME_SIZE, n->base + pfn * FRAME_SIZE, op);
 	} else {
 		m.u.rw.pfn = pfn;
@@ -1105,6 +1164,7 @@ int client_connect(const struct options *o, struct comex_client **out)
 		return -ENOMEM;
 	pthread_mutex_init(&c->lock, NULL);
 	cb.arg = c;
+	pool_file_take();
 	err = configure(c, o);
 	if (err)
 		goto cleanup_client;

@@ -1,7 +1,8 @@
 /* client: the compute-node side of comex. Connects to every configured
  * memnode up front (COMEX §3.2), keeps per-memnode frame pools replenished
  * ahead of need (threshold T, §3.3.3), releases frames in batches, and moves
- * contiguous frame runs with one UCX get/put. Thread-safe (one internal lock);
+ * contiguous frame runs with one UCX get/put (or one pread/pwrite of the
+ * embedded memnode's pool file). Thread-safe (one internal lock);
  * nodes are numbered 0..client_nodes()-1 in configuration order. */
 #ifndef COMEX_CLIENT_H
 #define COMEX_CLIENT_H
@@ -11,6 +12,13 @@
 struct comex_client;
 struct options;
 struct tp_op;
+
+/* Set by comex run for its program: "FD@ADDR", a memfd holding the pool of
+ * the embedded memnode at ADDR. The first client_connect takes the
+ * descriptor over (close-on-exec, and the variable goes); frames of that
+ * memnode then move with pread/pwrite on it, waking nobody (docs/PAGER.md
+ * P47). Allocation, ownership and everything else still go by messages. */
+#define CLIENT_POOL_ENV "COMEX_POOL_FILE"
 
 /* Reads memnode, token-file, replenish-*, release-batch, op-timeout,
  * client-spin from o. Fails (logged, naming the memnode) if any memnode

@@ -1,4 +1,4 @@
-/* test_pool: a growing memnode pool grows by steps, synchronously or a step ahead on its grower thread, every frame handed over resident and zero; growth stops at max and at the host reserve; a fixed pool never grows. */
+/* test_pool: a growing memnode pool grows by steps, synchronously or a step ahead on its grower thread, every frame handed over resident and zero; growth stops at max and at the host reserve; a fixed pool never grows; a pool in a memfd is the file's memory. */
 #include "pool.h"
 
 #include <errno.h>
@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -36,7 +37,7 @@ static void grow_ahead(void)
 	struct pool *p;
 	uint32_t frames = FRAMES(8 * MIB), got = 0;
 
-	CHECK(pool_create(8 * MIB, 200 * MIB, false, false, 0, &p) == 0);
+	CHECK(pool_create(8 * MIB, 200 * MIB, false, false, 0, -1, &p) == 0);
 	check_resident(p, frames);
 	/* more than a step (64 MiB) free: nothing to do yet */
 	pool_grow_ahead(p, frames, FRAMES(100 * MIB));
@@ -66,7 +67,7 @@ static void fixed(void)
 	struct pool *p;
 	uint32_t got = 0;
 
-	CHECK(pool_create(16 * MIB, 16 * MIB, true, false, 0, &p) == 0);
+	CHECK(pool_create(16 * MIB, 16 * MIB, true, false, 0, -1, &p) == 0);
 	check_resident(p, FRAMES(16 * MIB));
 	pool_grow_ahead(p, FRAMES(16 * MIB), 0);
 	CHECK(pool_grow(p, FRAMES(16 * MIB), 1, &got) == -ENOMEM);
@@ -79,10 +80,37 @@ static void host_reserve(void)
 	struct pool *p;
 	uint32_t got = 0;
 
-	CHECK(pool_create(4 * MIB, 64 * MIB, false, false, UINT64_MAX / 2, &p) == 0);
+	CHECK(pool_create(4 * MIB, 64 * MIB, false, false, UINT64_MAX / 2, -1, &p) == 0);
 	pool_grow_ahead(p, FRAMES(4 * MIB), 0);
 	CHECK(pool_grow(p, FRAMES(4 * MIB), 1, &got) == -ENOMEM);
 	pool_destroy(p);
+}
+
+/* A pool in a memfd (pool-fd, P47): what the pool holds is what a reader
+ * of the file sees and the other way round; its grown steps are resident;
+ * pool_discard punches the memory out (zero in the file too); a file
+ * smaller than max is refused. */
+static void shared_file(void)
+{
+	struct pool *p;
+	uint32_t got = 0;
+	uint8_t page[4096];
+	int fd = memfd_create("test-pool", MFD_CLOEXEC);
+
+	CHECK(fd >= 0 && ftruncate(fd, 64 * MIB) == 0);
+	CHECK(pool_create(4 * MIB, 128 * MIB, false, false, 0, fd, &p) == -EINVAL); /* file too small */
+	CHECK(pool_create(4 * MIB, 64 * MIB, false, false, 0, fd, &p) == 0);
+	check_resident(p, FRAMES(4 * MIB));
+	CHECK(pool_grow(p, FRAMES(4 * MIB), 1, &got) == 0 && got > FRAMES(4 * MIB));
+	check_resident(p, got);
+	memset(pool_base(p) + 4096 * 7, 0xab, 4096);
+	CHECK(pread(fd, page, 4096, 4096 * 7) == 4096 && page[0] == 0xab && page[4095] == 0xab);
+	memset(page, 0x5c, sizeof(page));
+	CHECK(pwrite(fd, page, 4096, 4096 * 9) == 4096 && pool_base(p)[4096 * 9 + 100] == 0x5c);
+	pool_discard(pool_base(p) + 4096 * 7, 4096);
+	CHECK(pread(fd, page, 4096, 4096 * 7) == 4096 && page[0] == 0 && pool_base(p)[4096 * 7] == 0);
+	pool_destroy(p);
+	close(fd);
 }
 
 int main(void)
@@ -90,6 +118,7 @@ int main(void)
 	grow_ahead();
 	fixed();
 	host_reserve();
+	shared_file();
 	printf("test_pool: ok\n");
 	return 0;
 }

@@ -75,7 +75,7 @@ def parse(argv):
     p.add_argument("--busy-modes", type=csv, default=["local", "comex-shm", "swap-disk", "zram"],
                    help="busy: modes run beside each neighbour (local is the reference)")
     p.add_argument("--neighbours", type=csv, default=list(sysenv.NEIGHBOURS),
-                   help="busy: %s (none: no neighbour; stress: stress-ng --cpu <cores>; stress-nice: the same "
+                   help="busy: %s (none: no neighbour; stress-1: stress-ng --cpu 1; stress: stress-ng --cpu <cores>; stress-nice: the same "
                         "under nice -n 19)" % ",".join(sysenv.NEIGHBOURS))
     p.add_argument("--busy-fraction", type=int, default=25)
     p.add_argument("--spin", choices=["off", "on"], default="off",

@@ -19,7 +19,8 @@ COLORS = {"local": "#444444", "swap-disk": "#d62728", "zram": "#ff7f0e", "comex"
 TARGET_FRACTIONS = [50, 25]
 TARGET_MEDIAN_FRACTION = 50
 TARGET_MEDIAN_SLOWDOWN = 2.0
-NEIGHBOUR_NAMES = {"none": "no neighbour", "stress": "stress-ng --cpu N", "stress-nice": "nice -n 19 stress-ng --cpu N"}
+NEIGHBOUR_NAMES = {"none": "no neighbour", "stress-1": "stress-ng --cpu 1", "stress": "stress-ng --cpu N",
+                   "stress-nice": "nice -n 19 stress-ng --cpu N"}
 FAULT_KEYS = [("faults_zero", "first touch (zero)"), ("faults_wbuf_hit", "write-buffer hit"),
               ("faults_rbuf_hit", "read-buffer hit"), ("faults_remote", "remote read"),
               ("pages_prefetch_mapped", "prefetched, mapped with the read"), ("faults_wp", "write to a clean page")]

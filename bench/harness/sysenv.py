@@ -719,7 +719,7 @@ class Memnode:
 # ---------------------------------------------------------------- CPU-bound neighbour
 
 # name -> argv prefix of the neighbour of the busy experiment ("none": no neighbour)
-NEIGHBOURS = {"none": None, "stress": [], "stress-nice": ["nice", "-n", "19"]}
+NEIGHBOURS = {"none": None, "stress-1": [], "stress": [], "stress-nice": ["nice", "-n", "19"]}
 
 
 def neighbour_precondition(kind):
@@ -730,7 +730,8 @@ def neighbour_precondition(kind):
 
 class Neighbour:
     """A CPU-bound neighbour on every core for the length of one run:
-    `stress-ng --cpu N` (N = cores), niced to 19 for stress-nice. It runs in
+    `stress-ng --cpu N` (N = cores), niced to 19 for stress-nice; stress-1
+    is one such worker at normal priority (issue 21: one busy neighbour). It runs in
     the harness's cgroup (not the benchmark's), in its own session, with a
     --timeout a little past the run's, and is killed (with its workers) when
     the run ends, on failure, on Ctrl-C and on SIGTERM (the undo stack)."""
@@ -746,7 +747,8 @@ class Neighbour:
         pre = NEIGHBOURS[self.kind]
         if pre is None:
             return None
-        return pre + ["stress-ng", "--cpu", str(self.cpus), "--cpu-method", "matrixprod", "--timeout",
+        cpus = 1 if self.kind == "stress-1" else self.cpus
+        return pre + ["stress-ng", "--cpu", str(cpus), "--cpu-method", "matrixprod", "--timeout",
                       "%ds" % self.timeout, "--quiet"]
 
     def describe(self):

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 
 #include "log.h"
+#include "pool.h"
 #include "serve.h"
 #include "sysmem.h"
 
@@ -117,7 +118,7 @@ static void give_back(struct elastic *e, uint64_t want, uint64_t avail, uint64_t
 
 		if (e->lock)
 			munlock(at, BLOCK_BYTES);
-		madvise(at, BLOCK_BYTES, MADV_DONTNEED);
+		pool_discard(at, BLOCK_BYTES);
 		e->given[e->ngiven++] = pfn;
 		n++;
 	}
@@ -139,7 +140,7 @@ static void take_back(struct elastic *e, uint64_t avail)
 	uint8_t *at = e->base + (uint64_t)pfn * 4096;
 
 	if (madvise(at, BLOCK_BYTES, MADV_POPULATE_WRITE) && errno != EINVAL) {
-		madvise(at, BLOCK_BYTES, MADV_DONTNEED); /* tried again next tick */
+		pool_discard(at, BLOCK_BYTES); /* tried again next tick */
 		return;
 	}
 	if (e->lock)

@@ -497,6 +497,25 @@ static uint16_t derive_nid(uint16_t port)
 	return port ? port : 1; /* a stable per-listener id; 0 is reserved for "derive" */
 }
 
+/* pool-fd: empty, or a descriptor number (P47) */
+static int pool_fd(const struct options *o, int *fd_out)
+{
+	const char *t = opt_str(o, OPT_POOL_FD);
+	char *end;
+	long fd = strtol(t, &end, 10);
+
+	if (!*t) {
+		*fd_out = -1;
+		return 0;
+	}
+	if (*end || fd < 0 || fd > INT32_MAX) {
+		log_error("option pool-fd: '%s' is not a descriptor number", t);
+		return -EINVAL;
+	}
+	*fd_out = (int)fd;
+	return 0;
+}
+
 int memnode_main(const struct options *o)
 {
 	static struct auth_token tok;
@@ -510,7 +529,7 @@ int memnode_main(const struct options *o)
 	struct http_metrics *metrics = NULL;
 	uint64_t spin = opt_num(o, OPT_IDLE_SPIN);
 	bool use_token, rma = !strcmp(opt_str(o, OPT_DATA_PATH), "rma");
-	int err;
+	int err, pfd;
 
 	log_set_prefix("comex-memnode");
 	if (!rma && strcmp(opt_str(o, OPT_DATA_PATH), "validated")) {
@@ -542,7 +561,9 @@ int memnode_main(const struct options *o)
 		err = corrupt_hook(rma, &m.corrupt_every);
 	if (err)
 		return err;
-	err = pool_create(bytes, max, opt_num(o, OPT_HUGEPAGES), opt_num(o, OPT_MLOCK), opt_num(o, OPT_HOST_RESERVE),
+	if ((err = pool_fd(o, &pfd)))
+		return err;
+	err = pool_create(bytes, max, opt_num(o, OPT_HUGEPAGES), opt_num(o, OPT_MLOCK), opt_num(o, OPT_HOST_RESERVE), pfd,
 			  &pool);
 	if (err)
 		return err;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "clock.h"
@@ -62,7 +63,7 @@ static int populate(struct pool *p, uint8_t *at, uint64_t bytes)
 	} else if (err) {
 		log_warn("cannot populate %llu MiB of the pool at %llu MiB: %m", (unsigned long long)(bytes >> 20),
 			 (unsigned long long)((uint64_t)(at - p->base) >> 20));
-		madvise(at, bytes, MADV_DONTNEED);
+		pool_discard(at, bytes);
 		return err;
 	}
 	if (p->lock && mlock(at, bytes) && !p->lock_warned) {
@@ -218,10 +219,30 @@ int pool_grow(void *pool, uint32_t frames, uint32_t need, uint32_t *frames_out)
  * 4 KiB pages, populated now so that the first client write does not pay
  * for it. A growing pool: max bytes of address space reserved (no memory,
  * no commit charge), of which bytes are populated now. */
-static int map_pool(struct pool *p, uint64_t bytes, bool huge)
+static int map_pool(struct pool *p, uint64_t bytes, bool huge, int fd)
 {
 	void *a = MAP_FAILED;
 
+	if (fd >= 0) { /* shared with the client (P47): 4 KiB shared-memory pages */
+		struct stat st;
+
+		if (fstat(fd, &st)) {
+			log_error("option pool-fd: descriptor %d: %m", fd);
+			return -EBADF;
+		}
+		if ((uint64_t)st.st_size < p->max) {
+			log_error("option pool-fd: descriptor %d holds %llu bytes, less than the pool's %llu", fd,
+				  (unsigned long long)st.st_size, (unsigned long long)p->max);
+			return -EINVAL;
+		}
+		a = mmap(NULL, p->max, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+		if (a == MAP_FAILED) {
+			log_error("cannot map the pool's file (pool-fd %d, %llu MiB): %m", fd,
+				  (unsigned long long)(p->max >> 20));
+			return -ENOMEM;
+		}
+		goto populate;
+	}
 	if (huge && p->max == bytes && bytes % HUGE_SIZE == 0)
 		a = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE,
 			 -1, 0);
@@ -243,6 +264,7 @@ static int map_pool(struct pool *p, uint64_t bytes, bool huge)
 	 * here against 0.3-0.5 ms for 4 KiB pages (P31) */
 	if (huge && p->max == bytes)
 		madvise(a, p->max, MADV_HUGEPAGE);
+populate:
 	p->base = a;
 	if (populate(p, a, bytes)) {
 		munmap(a, p->max);
@@ -252,7 +274,7 @@ static int map_pool(struct pool *p, uint64_t bytes, bool huge)
 	return 0;
 }
 
-int pool_create(uint64_t bytes, uint64_t max, bool huge, bool lock, uint64_t host_reserve, struct pool **out)
+int pool_create(uint64_t bytes, uint64_t max, bool huge, bool lock, uint64_t host_reserve, int fd, struct pool **out)
 {
 	struct pool *p = calloc(1, sizeof(*p));
 	int err;
@@ -262,7 +284,7 @@ int pool_create(uint64_t bytes, uint64_t max, bool huge, bool lock, uint64_t hos
 	*p = (struct pool){ .max = max, .lock = lock, .host_reserve = host_reserve };
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cond, NULL);
-	err = map_pool(p, bytes, huge);
+	err = map_pool(p, bytes, huge, fd);
 	if (err)
 		goto free_pool;
 	/* created before the memnode pins its polling thread, so the grower
@@ -300,3 +322,9 @@ void pool_destroy(struct pool *p)
 }
 
 uint8_t *pool_base(const struct pool *p) { return p->base; }
+
+void pool_discard(uint8_t *at, uint64_t len)
+{
+	if (madvise(at, len, MADV_REMOVE)) /* private memory: EINVAL */
+		madvise(at, len, MADV_DONTNEED);
+}

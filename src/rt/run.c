@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "client.h"
 #include "log.h"
 #include "memcg.h"
 #include "memnode.h"
@@ -33,7 +35,7 @@ static const struct { const char *name; unsigned scope; } table[] = {
 #undef OPT
 };
 
-struct embedded { pid_t pid; char dir[64]; };
+struct embedded { pid_t pid; char dir[64]; int pool_fd; /* the pool file (P47), or -1 */ };
 
 /* ---- what the runtime cannot cover ---- */
 
@@ -307,6 +309,42 @@ static int embedded_pool(const struct options *o, char *pool, char *max, size_t 
 	return 0;
 }
 
+/* The embedded memnode's pool as a memfd both it and the program map or
+ * read (P47), as large as the pool may grow; -1 (logged) when it cannot be
+ * made: pages then move by messages. */
+static int pool_file(const char *pool, const char *max)
+{
+	uint64_t a = strtoull(pool, NULL, 10), b = strtoull(max, NULL, 10);
+	int fd = memfd_create("comex-pool", MFD_CLOEXEC);
+
+	if (fd >= 0 && !ftruncate(fd, (off_t)(b > a ? b : a)))
+		return fd;
+	log_warn("cannot make a pool file for the embedded memnode (%m): pages move through the memnode");
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/* Closes every descriptor from first on (the pool file, when there is one,
+ * is 3 and first 4) and executes the embedded memnode. Returns on failure. */
+static void execl_memnode(const struct options *o, const char *exe, const char *pool, const char *max,
+			  const char *token, unsigned first)
+{
+	close_range(first, ~0u, 0);
+	unsetenv("LD_PRELOAD");
+	/* rma: the memnode serves this program only, which may hold its
+	 * pool key; pages then move without the memnode's CPU, which can
+	 * sleep between control requests instead of polling a core */
+	if (opt_num(o, OPT_EMBEDDED_RMA))
+		execl(exe, exe, "memnode", "--listen", "127.0.0.1:0", "--pool", pool, "--pool-max", max,
+		      "--token-file", token, "--drain-timeout", "0", "--sched", opt_str(o, OPT_SCHED),
+		      "--data-path", "rma", "--idle-spin", "0", (char *)NULL);
+	else
+		execl(exe, exe, "memnode", "--listen", "127.0.0.1:0", "--pool", pool, "--pool-max", max,
+		      "--token-file", token, "--drain-timeout", "0", "--sched", opt_str(o, OPT_SCHED),
+		      "--pool-fd", first == 4 ? "3" : "", (char *)NULL);
+}
+
 static int start_embedded(const struct options *o, struct embedded *e, char *addr, size_t cap)
 {
 	char exe[PATH_MAX], token[128], log[128], pool[32], max[32], launcher[24];
@@ -328,6 +366,8 @@ static int start_embedded(const struct options *o, struct embedded *e, char *add
 		return -errno;
 	exe[sizeof(exe) - 1] = 0;
 	snprintf(launcher, sizeof(launcher), "%d", (int)getpid());
+	if (opt_num(o, OPT_EMBEDDED_DIRECT) && !opt_num(o, OPT_EMBEDDED_RMA))
+		e->pool_fd = pool_file(pool, max);
 	e->pid = fork();
 	if (e->pid < 0)
 		return -errno;
@@ -344,20 +384,11 @@ static int start_embedded(const struct options *o, struct embedded *e, char *add
 		if (fd >= 0)
 			dup2(fd, 2);
 		/* descriptors the launcher inherited are the program's (a socket
-		 * systemd activated, a pipe a supervisor waits on to close) */
-		close_range(3, ~0u, 0);
-		unsetenv("LD_PRELOAD");
-		/* rma: the memnode serves this program only, which may hold its
-		 * pool key; pages then move without the memnode's CPU, which can
-		 * sleep between control requests instead of polling a core */
-		if (opt_num(o, OPT_EMBEDDED_RMA))
-			execl(exe, exe, "memnode", "--listen", "127.0.0.1:0", "--pool", pool, "--pool-max", max,
-			      "--token-file", token, "--drain-timeout", "0", "--sched", opt_str(o, OPT_SCHED),
-			      "--data-path", "rma", "--idle-spin", "0", (char *)NULL);
-		else
-			execl(exe, exe, "memnode", "--listen", "127.0.0.1:0", "--pool", pool, "--pool-max", max,
-			      "--token-file", token, "--drain-timeout", "0", "--sched", opt_str(o, OPT_SCHED),
-			      (char *)NULL);
+		 * systemd activated, a pipe a supervisor waits on to close); the
+		 * pool file becomes descriptor 3 */
+		if (e->pool_fd >= 0 && (e->pool_fd == 3 ? !fcntl(3, F_SETFD, 0) : dup2(e->pool_fd, 3) == 3))
+			execl_memnode(o, exe, pool, max, token, 4); /* dup2 onto itself would leave close-on-exec */
+		execl_memnode(o, exe, pool, max, token, 3);
 		_exit(127);
 	}
 	setenv("COMEX_TOKEN_FILE", token, 1);
@@ -574,6 +605,22 @@ static void listen_pid(pid_t launcher, const char *pid)
 /* With an embedded memnode the program's remote pages live in a process
  * that ends with this launcher, so the program ends with it too (SIGKILL:
  * it could not go on without them), however the launcher dies. */
+/* In the program's child before exec: the pool file, inheritable, at the
+ * lowest free number from 3 (the runtime takes it over before main, so the
+ * program's own first descriptor is still the one it would get), named with
+ * the memnode's address in CLIENT_POOL_ENV. */
+static void pass_pool_file(const struct embedded *e)
+{
+	const char *addr = getenv("COMEX_MEMNODE");
+	char v[320];
+	int fd;
+
+	if (e->pool_fd < 0 || !addr || (fd = fcntl(e->pool_fd, F_DUPFD, 3)) < 0)
+		return;
+	snprintf(v, sizeof(v), "%d@%s", fd, addr);
+	setenv(CLIENT_POOL_ENV, v, 1);
+}
+
 static int run_program(const char *path, char **argv, const struct embedded *e, bool *handed)
 {
 	pid_t launcher = getpid();
@@ -589,6 +636,7 @@ static int run_program(const char *path, char **argv, const struct embedded *e, 
 		snprintf(pid, sizeof(pid), "%d", getpid());
 		setenv("COMEX_ROOT_PID", pid, 1);
 		listen_pid(launcher, pid);
+		pass_pool_file(e);
 		execv(path, argv);
 		log_error("cannot execute %s: %m", path);
 		_exit(127);
@@ -627,7 +675,7 @@ static bool comex_failed(int rc)
 int run_main(struct options *o, int argc, char **argv)
 {
 	char path[PATH_MAX], addr[64], bytes[32], stats[PATH_MAX + OPT_STR_MAX + 2];
-	struct embedded e = { 0 };
+	struct embedded e = { .pool_fd = -1 };
 	bool handed = false;
 	uint64_t m;
 	int rc = 125;
