@@ -334,15 +334,20 @@ static void execl_memnode(const struct options *o, const char *exe, const char *
 	unsetenv("LD_PRELOAD");
 	/* rma: the memnode serves this program only, which may hold its
 	 * pool key; pages then move without the memnode's CPU, which can
-	 * sleep between control requests instead of polling a core */
+	 * sleep between control requests instead of polling a core. The
+	 * same holds with the pool file. */
 	if (opt_num(o, OPT_EMBEDDED_RMA))
 		execl(exe, exe, "memnode", "--listen", "127.0.0.1:0", "--pool", pool, "--pool-max", max,
 		      "--token-file", token, "--drain-timeout", "0", "--sched", opt_str(o, OPT_SCHED),
 		      "--data-path", "rma", "--idle-spin", "0", (char *)NULL);
+	else if (first == 4) /* the pool file: pages move without the memnode either (P47) */
+		execl(exe, exe, "memnode", "--listen", "127.0.0.1:0", "--pool", pool, "--pool-max", max,
+		      "--token-file", token, "--drain-timeout", "0", "--sched", opt_str(o, OPT_SCHED),
+		      "--pool-fd", "3", "--idle-spin", "0", (char *)NULL);
 	else
 		execl(exe, exe, "memnode", "--listen", "127.0.0.1:0", "--pool", pool, "--pool-max", max,
 		      "--token-file", token, "--drain-timeout", "0", "--sched", opt_str(o, OPT_SCHED),
-		      "--pool-fd", first == 4 ? "3" : "", (char *)NULL);
+		      (char *)NULL);
 }
 
 static int start_embedded(const struct options *o, struct embedded *e, char *addr, size_t cap)
