@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -683,31 +684,32 @@ static int pool_file_copy(enum tp_rma_kind kind, void *local, uint32_t count, ui
 	return -errno;
 }
 
-/* The pool file comex run named, taken over once per process (P47). */
+/* The pool file comex run named, opened once per process (P47). By path,
+ * not by an inherited descriptor: a program exec'd by the one comex run
+ * started (a shell, env, timeout) finds it too, and no descriptor leaks
+ * into a child the runtime does not manage. */
 static void pool_file_take(void)
 {
 	static bool taken;
-	const char *v = getenv(CLIENT_POOL_ENV), *at = v ? strchr(v, '@') : NULL;
+	const char *v = getenv(CLIENT_POOL_ENV), *at = v ? strrchr(v, '@') : NULL;
+	char path[128];
 	struct stat st;
-	int fd;
 
-	if (taken || !at)
+	if (taken || !at || at - v >= (ptrdiff_t)sizeof(path))
 		return;
 	taken = true;
-	fd = atoi(v);
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		log_warn("%s=%s names no pool file (%m): the embedded memnode's pages move by messages", CLIENT_POOL_ENV, v);
-		return;
-	}
-	pool_file.fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	close(fd);
-	if (pool_file.fd < 0) {
-		log_warn("cannot keep the embedded memnode's pool file: %m; its pages move by messages");
+	memcpy(path, v, (size_t)(at - v));
+	path[at - v] = 0;
+	pool_file.fd = open(path, O_RDWR | O_CLOEXEC);
+	if (pool_file.fd < 0 || fstat(pool_file.fd, &st) || !S_ISREG(st.st_mode)) {
+		log_info("cannot open the embedded memnode's pool file %s (%m): its pages move by messages", path);
+		if (pool_file.fd >= 0)
+			close(pool_file.fd);
+		pool_file.fd = -1;
 		return;
 	}
 	pool_file.bytes = (uint64_t)st.st_size;
 	snprintf(pool_file.addr, sizeof(pool_file.addr), "%s", at + 1);
-	unsetenv(CLIENT_POOL_ENV); /* a program's exec'd children reach the memnode by messages */
 }
 
 /* Through the pool file (P47); one-sided when the memnode offered its key

@@ -13,11 +13,12 @@ struct comex_client;
 struct options;
 struct tp_op;
 
-/* Set by comex run for its program: "FD@ADDR", a memfd holding the pool of
- * the embedded memnode at ADDR. The first client_connect takes the
- * descriptor over (close-on-exec, and the variable goes); frames of that
- * memnode then move with pread/pwrite on it, waking nobody (docs/PAGER.md
- * P47). Allocation, ownership and everything else still go by messages. */
+/* Set by comex run for its program and everything it execs: "PATH@ADDR",
+ * where PATH (/proc/MEMNODE/fd/3) opens the memfd holding the pool of the
+ * embedded memnode at ADDR. The first client_connect of a process opens it;
+ * frames of that memnode then move with pread/pwrite on it, waking nobody
+ * (docs/PAGER.md P47). Allocation, ownership and everything else still go
+ * by messages. */
 #define CLIENT_POOL_ENV "COMEX_POOL_FILE"
 
 /* Reads memnode, token-file, replenish-*, release-batch, op-timeout,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_features: one small program per pager feature (fork, read(2) into evicted memory, writers racing eviction, discards racing remote reads, mremap, MADV_DONTNEED, exec, signals, an evicted locale, encrypted pages, a memfd and a file mapped MAP_FIXED over evicted memory, a program's own userfaultfd, protections/JIT/locks/advice, an idle program with stdin /dev/null) filling 4x --local-mem, same output as natively, remote traffic.
+# e2e_run_features: one small program per pager feature (fork, read(2) into evicted memory, writers racing eviction, discards racing remote reads, mremap, MADV_DONTNEED, exec, signals, an evicted locale, encrypted pages, a memfd and a file mapped MAP_FIXED over evicted memory, a program's own userfaultfd, protections/JIT/locks/advice, an idle program with stdin /dev/null, the embedded memnode's pool file read by an exec'd program) filling 4x --local-mem, same output as natively, remote traffic.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_run_features: feature programs at 128 MiB under comex run --local-mem 32M match their native runs"
 
@@ -128,6 +128,31 @@ if [ -s "$dir/exec.err" ] && [ -s "$dir/exec.comex" ]; then
     grep -q "prog_exec stage $stage: runtime mapped: yes" "$dir/exec.err" \
       || fail exec-runtime "stage $stage of prog_exec ran without the comex runtime"
   done
+fi
+
+# the embedded memnode's pool file (P47): the program, and a program it
+# execs (here through sh, as benchmark harnesses and scripts do), read and
+# write its pages themselves; with embedded-direct=false they go by messages.
+# Same output either way.
+if want poolfile; then
+  native poolfile "$progs/prog_sparse" 1 128 64 || fail poolfile "native run failed"
+  for direct in true false; do
+    if ! "$bin" run --local-mem 32M --log-level 2 --embedded-direct=$direct --stats-json "$dir/poolfile-$direct.json" -- \
+         sh -c 'exec "$0" 1 128 64' "$progs/prog_sparse" >"$dir/poolfile-$direct.comex" 2>"$dir/poolfile-$direct.err"; then
+      fail poolfile "exit status $? under comex run --embedded-direct=$direct: $(tail -n 2 "$dir/poolfile-$direct.err")"
+      continue
+    fi
+    cmp -s "$dir/poolfile.native" "$dir/poolfile-$direct.comex" || fail poolfile "output differs with embedded-direct=$direct"
+    n=$(grep -c 'pages move through its pool file' "$dir/poolfile-$direct.err")
+    reads=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["remote_reads"])' "$dir/poolfile-$direct.json")
+    [ "$reads" -gt 0 ] || fail poolfile "no remote reads with embedded-direct=$direct: the test proves nothing"
+    if [ "$direct" = true ] && [ "$n" -lt 2 ]; then
+      fail poolfile "the pool file was used by $n of the 2 processes (sh and the program it exec'd)"
+    elif [ "$direct" = false ] && [ "$n" != 0 ]; then
+      fail poolfile "the pool file was used with embedded-direct=false"
+    fi
+  done
+  echo "ok: poolfile: same output through the pool file (sh and the program it exec'd) and by messages"
 fi
 
 # an idle program whose stdin is readable at once (/dev/null) costs no CPU:

@@ -562,7 +562,7 @@ int memnode_main(const struct options *o)
 	if (err)
 		return err;
 	if ((err = pool_fd(o, &pfd)))
-		return err;
+		return err; /* it stays open: the program opens it as /proc/PID/fd/N (P47) */
 	err = pool_create(bytes, max, opt_num(o, OPT_HUGEPAGES), opt_num(o, OPT_MLOCK), opt_num(o, OPT_HOST_RESERVE), pfd,
 			  &pool);
 	if (err)

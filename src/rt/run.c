@@ -610,22 +610,6 @@ static void listen_pid(pid_t launcher, const char *pid)
 /* With an embedded memnode the program's remote pages live in a process
  * that ends with this launcher, so the program ends with it too (SIGKILL:
  * it could not go on without them), however the launcher dies. */
-/* In the program's child before exec: the pool file, inheritable, at the
- * lowest free number from 3 (the runtime takes it over before main, so the
- * program's own first descriptor is still the one it would get), named with
- * the memnode's address in CLIENT_POOL_ENV. */
-static void pass_pool_file(const struct embedded *e)
-{
-	const char *addr = getenv("COMEX_MEMNODE");
-	char v[320];
-	int fd;
-
-	if (e->pool_fd < 0 || !addr || (fd = fcntl(e->pool_fd, F_DUPFD, 3)) < 0)
-		return;
-	snprintf(v, sizeof(v), "%d@%s", fd, addr);
-	setenv(CLIENT_POOL_ENV, v, 1);
-}
-
 static int run_program(const char *path, char **argv, const struct embedded *e, bool *handed)
 {
 	pid_t launcher = getpid();
@@ -641,7 +625,6 @@ static int run_program(const char *path, char **argv, const struct embedded *e, 
 		snprintf(pid, sizeof(pid), "%d", getpid());
 		setenv("COMEX_ROOT_PID", pid, 1);
 		listen_pid(launcher, pid);
-		pass_pool_file(e);
 		execv(path, argv);
 		log_error("cannot execute %s: %m", path);
 		_exit(127);
@@ -675,6 +658,19 @@ static int run_program(const char *path, char **argv, const struct embedded *e, 
 static bool comex_failed(int rc)
 {
 	return rc == 125 || rc == 126 || rc == 128 + SIGKILL;
+}
+
+/* The pool file, for the program and whatever it execs: the embedded
+ * memnode's descriptor 3, by path (it stays open there as long as the
+ * memnode lives, which is as long as anyone uses it: P44's linger). */
+static void pass_pool_file(const struct embedded *e, const char *addr)
+{
+	char v[320];
+
+	if (e->pool_fd < 0)
+		return;
+	snprintf(v, sizeof(v), "/proc/%d/fd/3@%s", (int)e->pid, addr);
+	setenv(CLIENT_POOL_ENV, v, 1);
 }
 
 int run_main(struct options *o, int argc, char **argv)
@@ -719,6 +715,7 @@ int run_main(struct options *o, int argc, char **argv)
 		if (start_embedded(o, &e, addr, sizeof(addr)))
 			goto stop_memnode;
 		setenv("COMEX_MEMNODE", addr, 1);
+		pass_pool_file(&e, addr);
 	}
 	rc = run_program(path, argv, &e, &handed);
 stop_memnode:
