@@ -6,12 +6,12 @@
 #include "client.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
-#include <stddef.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>

@@ -24,6 +24,13 @@ static void set_budget(uint64_t pages)
 	__atomic_store_n(&P.c.stats->budget_bytes, pages << PAGE_SHIFT, __ATOMIC_RELAXED);
 }
 
+/* The read buffer and every write buffer, which local-mem holds beside the
+ * budget of the program's pages */
+static uint64_t buffer_pages(void)
+{
+	return P.c.rbuf_pages + (uint64_t)P.nnodes * P.c.wbuf_pages;
+}
+
 /* 20 ms: reading the cgroup's three files costs about 30 us here, so at
  * most 0.15 % of a faulting program's time, and in 20 ms the program's
  * memory outside the budget (stacks, page tables) grows far less than the
@@ -57,13 +64,7 @@ void budget_follow(void)
 	want = (int64_t)P.resident + pages < BUDGET_MIN_PAGES ? BUDGET_MIN_PAGES : (uint64_t)((int64_t)P.resident + pages);
 	set_budget(want < P.c.budget_pages ? want : P.c.budget_pages);
 	/* local-mem as comex top and the exporter show it: the budget and the buffers */
-	__atomic_store_n(&P.c.stats->local_mem_bytes,
-			 (P.budget + P.c.rbuf_pages + (uint64_t)P.nnodes * P.c.wbuf_pages) << PAGE_SHIFT, __ATOMIC_RELAXED);
-}
-
-static uint64_t buffer_pages(void)
-{
-	return P.c.rbuf_pages + (uint64_t)P.nnodes * P.c.wbuf_pages;
+	__atomic_store_n(&P.c.stats->local_mem_bytes, (P.budget + buffer_pages()) << PAGE_SHIFT, __ATOMIC_RELAXED);
 }
 
 /* Anonymous bytes below and above the region; -errno (the kernel has no

@@ -390,18 +390,18 @@ int pager_mmap_fixed(void *addr, size_t len, int prot, bool noreplace)
  * pages mapped and touched, not with the address space (P45). A dropped
  * entry reads 0 (generation 0): a stale eviction item that matches it
  * again only names a page as a candidate (evict_pick dedups). */
+static void drop_whole_pages(const void *lo, const void *hi)
+{
+	uintptr_t a = ((uintptr_t)lo + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1), b = (uintptr_t)hi & ~(PAGE_SIZE - 1);
+
+	if (b > a)
+		raw_madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
 static void tables_drop(uint64_t lo, uint64_t hi)
 {
-	uintptr_t a, b;
-
-	a = ((uintptr_t)(P.pt + lo) + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
-	b = (uintptr_t)(P.pt + hi) & ~(PAGE_SIZE - 1);
-	if (b > a)
-		raw_madvise((void *)a, b - a, MADV_DONTNEED);
-	a = ((uintptr_t)(P.sum + lo) + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
-	b = (uintptr_t)(P.sum + hi) & ~(PAGE_SIZE - 1);
-	if (b > a)
-		raw_madvise((void *)a, b - a, MADV_DONTNEED);
+	drop_whole_pages(P.pt + lo, P.pt + hi);
+	drop_whole_pages(P.sum + lo, P.sum + hi);
 }
 
 /* Unmaps the managed pages [lo, hi) of the mmap area: they become free.

@@ -556,10 +556,11 @@ __attribute__((destructor)) static void rt_fini(void)
 	rss = rss_bytes();
 	stats->outside_rss_bytes = rss > stats->resident_bytes ? rss - stats->resident_bytes : 0;
 	budget_count_outside(); /* the last measure: a short program may end within one tick */
-	if (root && atoi(root) == getpid())
+	if (root && atoi(root) == getpid()) {
 		budget_report();
-	if (*path && root && atoi(root) == getpid())
-		stats_write_json(stats, path);
+		if (*path)
+			stats_write_json(stats, path);
+	}
 	stats_unlink(getpid());
 	rt_internal--;
 }

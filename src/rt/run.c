@@ -330,24 +330,29 @@ static int pool_file(const char *pool, const char *max)
 static void execl_memnode(const struct options *o, const char *exe, const char *pool, const char *max,
 			  const char *token, unsigned first)
 {
+	const char *argv[20] = { exe, "memnode", "--listen", "127.0.0.1:0", "--pool", pool, "--pool-max", max,
+				 "--token-file", token, "--drain-timeout", "0", "--sched", opt_str(o, OPT_SCHED) };
+	unsigned n = 14;
+
 	close_range(first, ~0u, 0);
 	unsetenv("LD_PRELOAD");
 	/* rma: the memnode serves this program only, which may hold its
-	 * pool key; pages then move without the memnode's CPU, which can
-	 * sleep between control requests instead of polling a core. The
-	 * same holds with the pool file. */
-	if (opt_num(o, OPT_EMBEDDED_RMA))
-		execl(exe, exe, "memnode", "--listen", "127.0.0.1:0", "--pool", pool, "--pool-max", max,
-		      "--token-file", token, "--drain-timeout", "0", "--sched", opt_str(o, OPT_SCHED),
-		      "--data-path", "rma", "--idle-spin", "0", (char *)NULL);
-	else if (first == 4) /* the pool file: pages move without the memnode either (P47) */
-		execl(exe, exe, "memnode", "--listen", "127.0.0.1:0", "--pool", pool, "--pool-max", max,
-		      "--token-file", token, "--drain-timeout", "0", "--sched", opt_str(o, OPT_SCHED),
-		      "--pool-fd", "3", "--idle-spin", "0", (char *)NULL);
-	else
-		execl(exe, exe, "memnode", "--listen", "127.0.0.1:0", "--pool", pool, "--pool-max", max,
-		      "--token-file", token, "--drain-timeout", "0", "--sched", opt_str(o, OPT_SCHED),
-		      (char *)NULL);
+	 * pool key; the pool file: the program reads the pool itself (P47).
+	 * Either way pages move without the memnode's CPU, which can sleep
+	 * between control requests instead of polling a core. */
+	if (opt_num(o, OPT_EMBEDDED_RMA)) {
+		argv[n++] = "--data-path";
+		argv[n++] = "rma";
+	} else if (first == 4) {
+		argv[n++] = "--pool-fd";
+		argv[n++] = "3";
+	}
+	if (opt_num(o, OPT_EMBEDDED_RMA) || first == 4) {
+		argv[n++] = "--idle-spin";
+		argv[n++] = "0";
+	}
+	argv[n] = NULL;
+	execv(exe, (char *const *)argv);
 }
 
 static int start_embedded(const struct options *o, struct embedded *e, char *addr, size_t cap)
