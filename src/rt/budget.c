@@ -71,14 +71,13 @@ void budget_follow(void)
  * PAGEMAP_SCAN, or no /proc) */
 static int measure(uint64_t *bytes_out)
 {
-	static int fd = -1;
 	uint64_t below, above;
 	int err;
 
-	if (fd < 0 && (err = pagemap_open(&fd)))
-		return err;
-	if ((err = pagemap_anon_bytes(fd, PAGE_SIZE, (uintptr_t)P.c.base, &below)) ||
-	    (err = pagemap_anon_bytes(fd, (uintptr_t)page_addr(P.c.npages), ADDR_TOP, &above)))
+	if (P.pmfd < 0)
+		return -EBADF;
+	if ((err = pagemap_anon_bytes(P.pmfd, PAGE_SIZE, (uintptr_t)P.c.base, &below)) ||
+	    (err = pagemap_anon_bytes(P.pmfd, (uintptr_t)page_addr(P.c.npages), ADDR_TOP, &above)))
 		return err;
 	*bytes_out = below + above;
 	return 0;

@@ -29,6 +29,16 @@
 #define CLOSE_RANGE_UNSHARE (1u << 1)
 #endif
 
+/* A descriptor made by call, inside the gate (rtfd.h); the runtime's moves
+ * up. Calls that block for long (accept) stay out of the gate. */
+#define MADE(call) ({								\
+	int g_ = rtfd_gate_enter(rt_internal), fd_ = (call);			\
+										\
+	fd_ = rt_internal ? rtfd_adopt(fd_) : fd_;				\
+	rtfd_gate_leave(g_);							\
+	fd_;									\
+})
+
 static int ebadf(void)
 {
 	errno = EBADF;
@@ -167,22 +177,22 @@ EXPORT int dup(int fd)
 {
 	if (hidden(fd))
 		return ebadf();
-	return rt_internal ? rtfd_adopt(NEXT(dup)(fd)) : NEXT(dup)(fd);
+	return MADE(NEXT(dup)(fd));
 }
 
 EXPORT int fcntl(int fd, int cmd, ...)
 {
 	va_list ap;
 	void *arg;
-	int r;
 
 	va_start(ap, cmd);
 	arg = va_arg(ap, void *);
 	va_end(ap);
 	if (hidden(fd))
 		return ebadf();
-	r = NEXT(fcntl)(fd, cmd, arg);
-	return rt_internal && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) ? rtfd_adopt(r) : r;
+	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+		return MADE(NEXT(fcntl)(fd, cmd, arg));
+	return NEXT(fcntl)(fd, cmd, arg);
 }
 EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
 
@@ -243,9 +253,9 @@ EXPORT int __open64_2(const char *path, int flags) __attribute__((alias("__open_
 
 EXPORT int openat(int dir, const char *path, int flags, ...)
 {
-	int fd = NEXT(openat)(dir, path, flags, MODE_ARG(flags));
+	mode_t mode = MODE_ARG(flags);
 
-	return rt_internal ? rtfd_adopt(fd) : fd;
+	return MADE(NEXT(openat)(dir, path, flags, mode));
 }
 EXPORT int openat64(int dir, const char *path, int flags, ...) __attribute__((alias("openat")));
 
@@ -255,7 +265,9 @@ EXPORT int open(const char *path, int flags, ...)
 }
 EXPORT int open64(const char *path, int flags, ...) __attribute__((alias("open")));
 
-#define MAKER(name, params, args)						\
+#define MAKER(name, params, args) \
+	EXPORT int name params { return MADE(NEXT(name) args); }
+#define BLOCKING_MAKER(name, params, args)					\
 	EXPORT int name params							\
 	{									\
 		int fd = NEXT(name) args;					\
@@ -264,8 +276,8 @@ EXPORT int open64(const char *path, int flags, ...) __attribute__((alias("open")
 	}
 MAKER(shm_open, (const char *n, int f, mode_t m), (n, f, m))
 MAKER(socket, (int d, int t, int p), (d, t, p))
-MAKER(accept, (int s, struct sockaddr *a, socklen_t *l), (s, a, l))
-MAKER(accept4, (int s, struct sockaddr *a, socklen_t *l, int f), (s, a, l, f))
+BLOCKING_MAKER(accept, (int s, struct sockaddr *a, socklen_t *l), (s, a, l))
+BLOCKING_MAKER(accept4, (int s, struct sockaddr *a, socklen_t *l, int f), (s, a, l, f))
 MAKER(epoll_create, (int n), (n))
 MAKER(epoll_create1, (int f), (f))
 MAKER(eventfd, (unsigned v, int f), (v, f))
@@ -276,12 +288,13 @@ MAKER(memfd_create, (const char *n, unsigned f), (n, f))
 #define MAKER2(name, params, args, fds)						\
 	EXPORT int name params							\
 	{									\
-		int r = NEXT(name) args;					\
+		int g = rtfd_gate_enter(rt_internal), r = NEXT(name) args;	\
 										\
 		if (!r && rt_internal) {					\
 			fds[0] = rtfd_adopt(fds[0]);				\
 			fds[1] = rtfd_adopt(fds[1]);				\
 		}								\
+		rtfd_gate_leave(g);						\
 		return r;							\
 	}
 MAKER2(pipe, (int fds[2]), (fds), fds)
@@ -290,19 +303,24 @@ MAKER2(socketpair, (int d, int t, int p, int fds[2]), (d, t, p, fds), fds)
 
 /* ---- syscall() ---- */
 
-static bool makes_fd(long n)
+/* 0: makes no descriptor; 1: makes one at once (gated); 2: after a wait */
+static int makes_fd(long n, long arg1)
 {
 	switch (n) {
 #ifdef SYS_open /* x86-64 keeps the old calls beside the *at and *2 ones */
 	case SYS_open: case SYS_epoll_create: case SYS_eventfd:
 #endif
-	case SYS_openat: case SYS_openat2: case SYS_socket: case SYS_accept: case SYS_accept4: case SYS_dup:
+	case SYS_openat: case SYS_openat2: case SYS_socket: case SYS_dup:
 	case SYS_epoll_create1: case SYS_eventfd2: case SYS_timerfd_create: case SYS_memfd_create:
 	case SYS_userfaultfd: case SYS_pidfd_open: case SYS_pidfd_getfd: case SYS_signalfd4:
 	case SYS_perf_event_open:
-		return true;
+		return 1;
+	case SYS_fcntl:
+		return arg1 == F_DUPFD || arg1 == F_DUPFD_CLOEXEC;
+	case SYS_accept: case SYS_accept4:
+		return 2;
 	}
-	return false;
+	return 0;
 }
 
 /* The program's close, close_range, dup2, dup3, dup and fcntl by number are
@@ -337,12 +355,15 @@ EXPORT long syscall(long n, ...)
 				return ebadf();
 			break;
 		}
-		return sys_ret(raw6(n, a[0], a[1], a[2], a[3], a[4], a[5]));
 	}
-	if (n == SYS_close)
+	if (rt_internal && n == SYS_close)
 		rtfd_forget((int)a[0]); /* before: the number may be the program's the moment it is closed */
+
+	int kind = makes_fd(n, a[1]), g = kind == 1 ? rtfd_gate_enter(rt_internal) : 0;
 	long r = sys_ret(raw6(n, a[0], a[1], a[2], a[3], a[4], a[5]));
 
-	return r >= 0 && (makes_fd(n) || (n == SYS_fcntl && (a[1] == F_DUPFD || a[1] == F_DUPFD_CLOEXEC))) ?
-		       rtfd_adopt((int)r) : r;
+	if (r >= 0 && kind && rt_internal)
+		r = rtfd_adopt((int)r);
+	rtfd_gate_leave(g);
+	return r;
 }

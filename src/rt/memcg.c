@@ -16,52 +16,126 @@
 
 static char dir[PATH_MAX + 32]; /* the binding cgroup's directory */
 static bool v2;
+/* The binding cgroup's files, open from memcg_open on and read with pread
+ * at offset 0 (a cgroup file is made anew then): an open while the program
+ * runs would take the lowest free descriptor, which the program may be
+ * about to get (PAGER.md P48). -1: not open (v1 has no "high"). */
+static struct {
+	int limit, high, usage, stat;
+} files = { -1, -1, -1, -1 };
+
+static int open_in(const char *d, const char *name)
+{
+	char path[PATH_MAX + 64];
+
+	snprintf(path, sizeof(path), "%s/%s", d, name);
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/* Reads open file fd from its start into buf (NUL-terminated); its length */
+static int read_fd(int fd, char *buf, size_t cap, size_t *len_out)
+{
+	size_t len = 0;
+	ssize_t r = 0;
+
+	if (fd < 0)
+		return -EBADF;
+	while (len + 1 < cap && (r = pread(fd, buf + len, cap - 1 - len, (off_t)len)) > 0)
+		len += (size_t)r;
+	if (r < 0)
+		return -errno;
+	buf[len] = 0;
+	*len_out = len;
+	return 0;
+}
 
 /* Reads file name of directory d into buf (NUL-terminated); its length. */
 static int read_file(const char *d, const char *name, char *buf, size_t cap, size_t *len_out)
 {
-	char path[PATH_MAX + 64];
-	size_t len = 0;
-	ssize_t r;
-	int fd;
+	int fd = open_in(d, name), err;
 
-	snprintf(path, sizeof(path), "%s/%s", d, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	while (len + 1 < cap && (r = read(fd, buf + len, cap - 1 - len)) > 0)
-		len += (size_t)r;
-	r = r < 0 ? -errno : 0;
+	err = read_fd(fd, buf, cap, len_out);
 	close(fd);
-	buf[len] = 0;
-	*len_out = len;
-	return (int)r;
+	return err;
 }
 
 /* A file holding one number, or "max" (v2: no limit). */
-static int read_num(const char *d, const char *name, uint64_t *out)
+static int parse_num(int err, const char *buf, uint64_t *out)
 {
-	char buf[64];
-	size_t len;
-	int err = read_file(d, name, buf, sizeof(buf), &len);
-
 	if (err)
 		return err;
 	*out = !strncmp(buf, "max", 3) ? UINT64_MAX : strtoull(buf, NULL, 10);
 	return 0;
 }
 
+static int read_num(const char *d, const char *name, uint64_t *out)
+{
+	char buf[64];
+	size_t len;
+
+	return parse_num(read_file(d, name, buf, sizeof(buf), &len), buf, out);
+}
+
+static int read_num_fd(int fd, uint64_t *out)
+{
+	char buf[64];
+	size_t len;
+
+	return parse_num(read_fd(fd, buf, sizeof(buf), &len), buf, out);
+}
+
+static const char *limit_name(void) { return v2 ? "memory.max" : "memory.limit_in_bytes"; }
+
 static uint64_t limit_of(const char *d)
 {
 	uint64_t lim = UINT64_MAX, high = UINT64_MAX;
 
-	if (!v2)
-		return read_num(d, "memory.limit_in_bytes", &lim) ? UINT64_MAX : lim;
-	/* memory.high throttles the program's allocations above it: as good as a limit */
-	if (read_num(d, "memory.max", &lim))
+	if (read_num(d, limit_name(), &lim))
 		return UINT64_MAX;
-	read_num(d, "memory.high", &high);
+	/* v2's memory.high throttles the program's allocations above it: as good as a limit */
+	if (v2)
+		read_num(d, "memory.high", &high);
 	return high < lim ? high : lim;
+}
+
+/* The same from the open files */
+static uint64_t open_limit(void)
+{
+	uint64_t lim = UINT64_MAX, high = UINT64_MAX;
+
+	if (read_num_fd(files.limit, &lim))
+		return UINT64_MAX;
+	read_num_fd(files.high, &high);
+	return high < lim ? high : lim;
+}
+
+static void close_files(void)
+{
+	int *fd[] = { &files.limit, &files.high, &files.usage, &files.stat };
+
+	for (size_t i = 0; i < sizeof(fd) / sizeof(fd[0]); i++)
+		if (*fd[i] >= 0) {
+			close(*fd[i]);
+			*fd[i] = -1;
+		}
+}
+
+static int open_files(const char *d)
+{
+	close_files();
+	files.limit = open_in(d, limit_name());
+	files.high = v2 ? open_in(d, "memory.high") : -1;
+	files.usage = open_in(d, v2 ? "memory.current" : "memory.usage_in_bytes");
+	files.stat = open_in(d, "memory.stat");
+	if (files.limit < 0 || files.usage < 0 || files.stat < 0) {
+		int err = -errno;
+
+		close_files();
+		return err;
+	}
+	return 0;
 }
 
 /* The memory line of /proc/self/cgroup: v1's controller list holding
@@ -119,6 +193,8 @@ int memcg_open(uint64_t *limit_out)
 	}
 	if (best >= NO_LIMIT)
 		return -ENOENT;
+	if ((err = open_files(dir)))
+		return err;
 	*limit_out = best;
 	return 0;
 }
@@ -137,15 +213,14 @@ static uint64_t stat_field(const char *text, const char *name)
 int memcg_room(int64_t *room_out)
 {
 	char text[8192];
-	uint64_t lim = limit_of(dir), use, file, pinned;
+	uint64_t lim = open_limit(), use, file, pinned;
 	size_t len;
 	int err;
 
 	/* gone or lifted: the program may have been moved to another cgroup */
 	if (lim >= NO_LIMIT && memcg_open(&lim))
 		return -ENOENT;
-	if ((err = read_num(dir, v2 ? "memory.current" : "memory.usage_in_bytes", &use)) ||
-	    (err = read_file(dir, "memory.stat", text, sizeof(text), &len)))
+	if ((err = read_num_fd(files.usage, &use)) || (err = read_fd(files.stat, text, sizeof(text), &len)))
 		return err;
 	if (v2) {
 		file = stat_field(text, "active_file") + stat_field(text, "inactive_file");

@@ -18,7 +18,7 @@ int pagemap_open(int *fd_out)
 	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0) {
-		log_error("cannot open /proc/self/pagemap to track written pages: %m");
+		log_error("cannot open /proc/self/pagemap (written pages, memory outside the region): %m");
 		return -errno;
 	}
 	*fd_out = fd;

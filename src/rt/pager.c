@@ -53,7 +53,7 @@ enum { FORK_PREPARE, FORK_PARENT, FORK_CHILD };
 
 struct pager P = {
 	.lock = PTHREAD_MUTEX_INITIALIZER, .reclaim_wake = PTHREAD_COND_INITIALIZER,
-	.memfd = -1, .pmfd = -1,
+	.memfd = -1, .pmfd = -1, .mapsfd = -1,
 };
 
 
@@ -155,9 +155,15 @@ static int start(const struct pager_config *cfg)
 		log_error("cannot open /proc/self/mem to copy pages out: %m");
 		return -errno;
 	}
-	/* an async descriptor never reports writes: eviction must see them */
-	if (cfg->async && (err = pagemap_open(&P.pmfd)))
+	/* pagemap: an async descriptor never reports writes, eviction must see
+	 * them; and the budget measures what lies outside the region. maps:
+	 * which mappings are writable. Both name this process, so each process
+	 * opens its own, and here, before the program runs or while a child's
+	 * own descriptors are held back (an open as it runs could take a number
+	 * the program is about to get: P48). */
+	if ((err = pagemap_open(&P.pmfd)) && cfg->async)
 		return err;
+	P.mapsfd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	if ((err = uffd_register(cfg->uffd, cfg->base, cfg->npages << PAGE_SHIFT, true)) ||
 	    (err = reclaim_init()) || (err = fault_init()) || (err = replica_init()) ||
 	    (err = backup_init(cfg->backup_dir)))
@@ -202,13 +208,17 @@ static void forget_locations(uint64_t lo, uint64_t hi)
 int pager_reattach(const struct pager_config *cfg)
 {
 	struct pager fresh = {
-		.memfd = -1, .pmfd = -1, .pt = P.pt, .sum = P.sum, .ranges = P.ranges, .heap_hi = P.heap_hi,
+		.memfd = -1, .pmfd = -1, .mapsfd = -1, .pt = P.pt, .sum = P.sum, .ranges = P.ranges, .heap_hi = P.heap_hi,
 		.map_hi = P.map_hi, .locked = P.locked, .locked_all = P.locked_all, .wipe_on_fork = P.wipe_on_fork,
 	};
+	int parents[] = { P.memfd, P.pmfd, P.mapsfd }; /* copies of the parent's, naming the parent */
 	size_t at = offsetof(struct pager, c);
 	int err;
 
 	pager_lock("a forked child taking over its memory");
+	for (size_t i = 0; i < sizeof(parents) / sizeof(parents[0]); i++)
+		if (parents[i] >= 0)
+			close(parents[i]);
 	memcpy((char *)&P + at, (char *)&fresh + at, sizeof(P) - at);
 	pthread_cond_init(&P.reclaim_wake, NULL); /* a copy of the parent's, whose waiters are not here */
 	forget_locations(0, P.heap_hi);

@@ -52,7 +52,8 @@ struct pager {
 	uint64_t full_until;          /* ns: every memnode said full; no eviction tried before */
 	int fault_waiters;            /* handlers waiting for the lock (atomic): the reclaimer yields */
 	int memfd;                    /* /proc/self/mem: reads pages whatever their protection */
-	int pmfd;                     /* /proc/self/pagemap (async mode) */
+	int pmfd;                     /* /proc/self/pagemap (async mode needs it), or -1 */
+	int mapsfd;                   /* /proc/self/maps (PROCMAP_QUERY), or -1 */
 	char *park;                   /* 8 areas of MAX_BATCH pages, one per protection, registered
 				       * (WP only) as UFFDIO_MOVE's target (reclaim.c) */
 	int no_evict;                 /* set while preparing a fork (atomic) */

@@ -241,18 +241,13 @@ int prot_discard(uint64_t lo, uint64_t hi)
  * cannot say: the recorded protection is believed (n). */
 uint32_t prot_copyable(uint64_t idx, uint32_t n)
 {
-	static int maps = -1;
 	static bool unknown;
 	struct procmap_query q = { .size = sizeof(q), .query_addr = (uintptr_t)page_addr(idx) };
 	uint64_t end;
 
-	if (unknown)
+	if (unknown || P.mapsfd < 0)
 		return n;
-	if (maps < 0 && (maps = open("/proc/self/maps", O_RDONLY | O_CLOEXEC)) < 0) {
-		unknown = true;
-		return n;
-	}
-	if (ioctl(maps, PROCMAP_QUERY, &q)) {
+	if (ioctl(P.mapsfd, PROCMAP_QUERY, &q)) {
 		unknown = errno == ENOTTY;
 		return unknown ? n : 0; /* else not copied this time */
 	}

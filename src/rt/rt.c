@@ -195,6 +195,12 @@ static const char *start(bool take_over);
  * its memory, and keeps its budget (docs/PAGER.md P44). */
 #define OWN_LOOK_MS 100 /* how often the waiting thread looks whether the program's threads are all gone */
 
+/* A forked child's take-over and the program's forks exclude each other: a
+ * fork during a take-over would wait for its UFFD_EVENT_FORK on the new
+ * descriptor, whose handlers the take-over is still starting, while the
+ * take-over's allocations wait for the C library's locks the fork holds. */
+static pthread_mutex_t takeover = PTHREAD_MUTEX_INITIALIZER;
+
 static void *own_main(void *arg)
 {
 	const char *why;
@@ -209,23 +215,37 @@ static void *own_main(void *arg)
 	if (own < 0)
 		return NULL;
 	forkchild_forget_parent();
+	pthread_mutex_lock(&takeover);
 	if ((why = start(true))) {
+		pthread_mutex_unlock(&takeover);
 		log_warn("%s; this forked child (pid %d) goes on without comex", why, (int)getpid());
 		return NULL;
 	}
 	__atomic_store_n(&rt_mode, RT_MANAGED, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&takeover);
 	pager_fit();
 	return NULL;
 }
 
-static void fork_prepare(void) { fork_phase(0); }
-static void fork_parent(void) { fork_phase(1); }
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&takeover);
+	fork_phase(0);
+}
+
+static void fork_parent(void)
+{
+	fork_phase(1);
+	pthread_mutex_unlock(&takeover);
+}
+
 static void fork_child(void)
 {
 	sigset_t all, saved;
 	pthread_t t;
 
 	fork_phase(2);
+	pthread_mutex_init(&takeover, NULL); /* held by the forking thread, which is this one */
 	rt_mode = RT_DETACHED;
 	watchdog_forget_threads(); /* the parent's; they are not here */
 	sigfillset(&all); /* the runtime's threads take no signals (P13) */
@@ -435,6 +455,10 @@ static int wait_unregistered(int uffd)
 	return err ? err : uffd_unregister(uffd, rt_heap_lo, len);
 }
 
+/* /proc/self/statm, opened by start() in each managed process: at exit
+ * other threads of the program may still be making descriptors (P48) */
+static int statm_fd = -1;
+
 /* Connects, configures and starts the pager; NULL, or why it could not
  * (what it had set up undone, so that the program can run unmanaged).
  * take_over: in a forked child that owns all its memory, the pager starts
@@ -462,6 +486,9 @@ static const char *start(bool take_over)
 		goto close_uffd;
 	}
 	stats->managed_bytes = (uint64_t)(rt_region_hi - rt_heap_lo);
+	if (statm_fd >= 0)
+		close(statm_fd); /* the parent's, in a forked child */
+	statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
 	if (client_connect(&opts, &cl)) {
 		why = "cannot reach the memnodes (option memnode)";
 		goto drop_stats;
@@ -529,14 +556,10 @@ __attribute__((constructor(101))) static void rt_init(void)
 static uint64_t rss_bytes(void)
 {
 	char buf[128] = "";
-	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
 	unsigned long size = 0, rss = 0;
 
-	if (fd >= 0) {
-		if (read(fd, buf, sizeof(buf) - 1) < 0)
-			buf[0] = 0;
-		close(fd);
-	}
+	if (statm_fd >= 0 && pread(statm_fd, buf, sizeof(buf) - 1, 0) < 0)
+		buf[0] = 0;
 	char *p = buf;
 	size = strtoul(p, &p, 10);
 	rss = strtoul(p, &p, 10);

@@ -2,11 +2,13 @@
 #include "rtfd.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
+#include "clock.h"
 #include "log.h"
 #include "rawsys.h"
 
@@ -18,6 +20,15 @@
  * kernel sizes a process's descriptor table to its highest descriptor (8
  * bytes and 2 bits each), and containers often allow 1M descriptors. */
 #define TOP_MAX 65536
+
+/* The gate: program calls inside (low bits), GATE_RUNTIME while runtime
+ * code makes one. Acquire on entry, release on leave. */
+#define GATE_RUNTIME (1u << 31)
+/* The longest either side waits, ns: a runtime descriptor is made in three
+ * system calls (microseconds); longer means a blocked call (a FIFO's open,
+ * a path in evicted memory), and then the order is given up, not liveness. */
+#define GATE_WAIT_NS 10000000ull
+static unsigned gate;
 
 static uint64_t owned[RTFD_MAX / 64]; /* bit per descriptor; relaxed atomics */
 static unsigned owned_end;            /* no recorded descriptor at or above it */
@@ -118,4 +129,55 @@ int rtfd_next(unsigned from, unsigned to)
 		fd = (fd / 64 + 1) * 64;
 	}
 	return -1;
+}
+
+/* Waits while done(gate) is false, up to GATE_WAIT_NS; whether it came */
+static bool gate_wait(bool (*done)(unsigned *seen, bool runtime), bool runtime)
+{
+	uint64_t until = 0;
+
+	for (unsigned seen = __atomic_load_n(&gate, __ATOMIC_ACQUIRE); !done(&seen, runtime);) {
+		uint64_t now = now_ns();
+
+		if (!until)
+			until = now + GATE_WAIT_NS;
+		else if (now > until)
+			return false;
+		sched_yield();
+		seen = __atomic_load_n(&gate, __ATOMIC_ACQUIRE);
+	}
+	return true;
+}
+
+/* Enters when no runtime maker is in: the program adds itself, the
+ * runtime sets GATE_RUNTIME (one runtime maker at a time) */
+static bool try_enter(unsigned *seen, bool runtime)
+{
+	return !(*seen & GATE_RUNTIME) &&
+	       __atomic_compare_exchange_n(&gate, seen, runtime ? *seen | GATE_RUNTIME : *seen + 1, false,
+					   __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE);
+}
+
+static bool drained(unsigned *seen, bool runtime)
+{
+	(void)runtime;
+	return !(*seen & ~GATE_RUNTIME);
+}
+
+/* Tokens: 0 nothing to undo, 1 a program call counted, 2 the runtime bit */
+int rtfd_gate_enter(bool runtime)
+{
+	if (!gate_wait(try_enter, runtime))
+		return 0;
+	if (runtime)
+		gate_wait(drained, true); /* in alone even when not drained: it holds the bit */
+	return runtime ? 2 : 1;
+}
+
+void rtfd_gate_leave(int token)
+{
+	if (token == 1)
+		__atomic_fetch_sub(&gate, 1, __ATOMIC_RELEASE);
+	else if (token == 2)
+		__atomic_fetch_and(&gate, ~GATE_RUNTIME, __ATOMIC_RELEASE);
 }

@@ -23,5 +23,13 @@ bool rtfd_owned(int fd);
 void rtfd_forget(int fd);
 /* The lowest runtime descriptor in [from, to], or -1. */
 int rtfd_next(unsigned from, unsigned to);
+/* Around a call that makes a descriptor at the lowest free number: while
+ * runtime code makes one, the program makes none, and the other way round,
+ * so that the runtime's passing number is never the one a program's call
+ * gets instead (close(0); open() must give 0). Each side waits a bounded
+ * time for the other (a program call may be blocked on a fault the waiting
+ * runtime thread serves). Returns what rtfd_gate_leave takes. */
+int rtfd_gate_enter(bool runtime);
+void rtfd_gate_leave(int token);
 
 #endif

@@ -4,6 +4,7 @@
  * given, and runs the program with the runtime preloaded. */
 #include "run.h"
 
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -568,17 +569,67 @@ static void save_stats(pid_t pid)
 	stats_close(s);
 }
 
-/* Whether the program handed its pages to forked children at its end */
-static bool handed_to_children(pid_t pid)
+/* Whether process dir (a /proc entry) started with COMEX_ROOT_PID=root in
+ * its environment: one of the run's processes, or one they forked. Only the
+ * first ENVIRON_READ bytes are read: the variable is set last but one by
+ * run_program, and environments are mostly far smaller. */
+#define ENVIRON_READ 65536
+
+static bool of_run(const char *dir, const char *needle, size_t n)
+{
+	static char buf[ENVIRON_READ + 1];
+	char path[300];
+	ssize_t len;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%s/environ", dir);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	len = read(fd, buf + 1, ENVIRON_READ);
+	close(fd);
+	buf[0] = 0;
+	for (char *p = buf, *end = buf + 1 + (len > 0 ? len : 0); (p = memmem(p, (size_t)(end - p), needle, n));
+	     p += n)
+		if (p + n < end && !p[n])
+			return true;
+	return false;
+}
+
+/* Whether a process of the run outlives its top one (a daemon forked twice,
+ * so that the top one never served it): it may connect in a moment. Its
+ * /proc/PID/environ tells (a zombie's reads empty). */
+static bool run_survives(pid_t top, pid_t memnode)
+{
+	char needle[40] = ""; /* NUL first: the variable starts a string */
+	size_t n = 1 + (size_t)snprintf(needle + 1, sizeof(needle) - 1, "COMEX_ROOT_PID=%d", (int)top);
+	struct dirent *d;
+	bool found = false;
+	DIR *proc = opendir("/proc");
+
+	if (!proc)
+		return false;
+	while (!found && (d = readdir(proc))) {
+		long pid = atol(d->d_name);
+
+		if (pid > 0 && pid != top && pid != memnode && pid != getpid())
+			found = of_run(d->d_name, needle, n);
+	}
+	closedir(proc);
+	return found;
+}
+
+/* Whether clients of the memnode may come after the program's end: it
+ * handed its pages to forked children, or another process of it lives */
+static bool handed_to_children(pid_t pid, pid_t memnode)
 {
 	const struct stats *s;
-	bool handed;
+	bool handed = false;
 
-	if (stats_open(pid, &s))
-		return false;
-	handed = __atomic_load_n(&s->children_handed, __ATOMIC_RELAXED) > 0;
-	stats_close(s);
-	return handed;
+	if (!stats_open(pid, &s)) {
+		handed = __atomic_load_n(&s->children_handed, __ATOMIC_RELAXED) > 0;
+		stats_close(s);
+	}
+	return handed || run_survives(pid, memnode);
 }
 
 static pid_t child;
@@ -644,7 +695,7 @@ static int run_program(const char *path, char **argv, const struct embedded *e, 
 	while (waitid(P_PID, (id_t)child, &(siginfo_t){ 0 }, WEXITED | WNOWAIT) < 0 && errno == EINTR)
 		;
 	save_stats(child);
-	*handed = handed_to_children(child);
+	*handed = handed_to_children(child, e->pid);
 	/* a program killed outright (SIGKILL, the watchdog) cannot remove its
 	 * live counters from /dev/shm itself */
 	stats_unlink(child);

@@ -8,6 +8,11 @@
  *              /bin/sh -c 'exit 3'; the parent checks its status, then
  *              closes as libc
  *   dup        dup2 and fcntl(F_DUPFD) of the program's own descriptors
+ *   takeover   a forked child opens and closes descriptors for a second,
+ *              each open expected at the lowest free number, while its
+ *              pager takes over (with lazy-fork off: at once), making
+ *              descriptors of its own; the parent prints how many opens
+ *              were elsewhere, then closes as libc
  *   listen     closes nothing: checks systemd's socket activation, that
  *              LISTEN_PID is this process and descriptors 3.. from
  *              LISTEN_FDS are listening sockets (sd_listen_fds(3))
@@ -20,6 +25,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -46,6 +52,29 @@ static int open_count(void)
 	for (unsigned fd = 0, lim = nofile(); fd < lim; fd++)
 		n += fcntl((int)fd, F_GETFD) >= 0;
 	return n;
+}
+
+/* For ms milliseconds: open, expecting the lowest free number, and close;
+ * how many opens (at most 255) got another number */
+static int open_elsewhere(int ms)
+{
+	int lowest = open("/dev/null", O_RDONLY), wrong = 0;
+	struct timespec t0, t;
+
+	if (lowest < 0)
+		die("open: %s", strerror(errno));
+	close(lowest);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		for (int i = 0; i < 1000; i++) {
+			int fd = open("/dev/null", O_RDONLY);
+
+			wrong += fd != lowest && wrong < 255;
+			close(fd);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+	return wrong;
 }
 
 static void listen_fds(void)
@@ -93,6 +122,18 @@ static void close_all(const char *mode)
 			die("the child did not exit");
 		printf("child exit status %d\n", WEXITSTATUS(status));
 		close_range(3, ~0u, 0); /* the parent's table as in the other modes */
+	} else if (!strcmp(mode, "takeover")) {
+		int status;
+		pid_t pid = fork();
+
+		if (pid < 0)
+			die("fork: %s", strerror(errno));
+		if (!pid)
+			_exit(open_elsewhere(1000));
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+			die("the child did not exit");
+		printf("opens of the child not at the lowest free number: %d\n", WEXITSTATUS(status));
+		close_range(3, ~0u, 0);
 	} else {
 		die("unknown mode %s", mode);
 	}
