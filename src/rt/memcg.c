@@ -61,54 +61,43 @@ static int read_file(const char *d, const char *name, char *buf, size_t cap, siz
 	return err;
 }
 
-/* A file holding one number, or "max" (v2: no limit). */
-static int parse_num(int err, const char *buf, uint64_t *out)
+/* Open file fd holding one number, or "max" (v2: no limit) */
+static int read_num_fd(int fd, uint64_t *out)
 {
+	char buf[64];
+	size_t len;
+	int err = read_fd(fd, buf, sizeof(buf), &len);
+
 	if (err)
 		return err;
 	*out = !strncmp(buf, "max", 3) ? UINT64_MAX : strtoull(buf, NULL, 10);
 	return 0;
 }
 
-static int read_num(const char *d, const char *name, uint64_t *out)
-{
-	char buf[64];
-	size_t len;
-
-	return parse_num(read_file(d, name, buf, sizeof(buf), &len), buf, out);
-}
-
-static int read_num_fd(int fd, uint64_t *out)
-{
-	char buf[64];
-	size_t len;
-
-	return parse_num(read_fd(fd, buf, sizeof(buf), &len), buf, out);
-}
-
 static const char *limit_name(void) { return v2 ? "memory.max" : "memory.limit_in_bytes"; }
+
+/* The limit in open files limit and high (v2's memory.high throttles the
+ * program's allocations above it: as good as a limit; -1 in v1) */
+static uint64_t limit_in(int limit, int high)
+{
+	uint64_t lim = UINT64_MAX, hi = UINT64_MAX;
+
+	if (read_num_fd(limit, &lim))
+		return UINT64_MAX;
+	read_num_fd(high, &hi);
+	return hi < lim ? hi : lim;
+}
 
 static uint64_t limit_of(const char *d)
 {
-	uint64_t lim = UINT64_MAX, high = UINT64_MAX;
+	int limit = open_in(d, limit_name()), high = v2 ? open_in(d, "memory.high") : -1;
+	uint64_t lim = limit_in(limit, high);
 
-	if (read_num(d, limit_name(), &lim))
-		return UINT64_MAX;
-	/* v2's memory.high throttles the program's allocations above it: as good as a limit */
-	if (v2)
-		read_num(d, "memory.high", &high);
-	return high < lim ? high : lim;
-}
-
-/* The same from the open files */
-static uint64_t open_limit(void)
-{
-	uint64_t lim = UINT64_MAX, high = UINT64_MAX;
-
-	if (read_num_fd(files.limit, &lim))
-		return UINT64_MAX;
-	read_num_fd(files.high, &high);
-	return high < lim ? high : lim;
+	if (limit >= 0)
+		close(limit);
+	if (high >= 0)
+		close(high);
+	return lim;
 }
 
 static void close_files(void)
@@ -213,7 +202,7 @@ static uint64_t stat_field(const char *text, const char *name)
 int memcg_room(int64_t *room_out)
 {
 	char text[8192];
-	uint64_t lim = open_limit(), use, file, pinned;
+	uint64_t lim = limit_in(files.limit, files.high), use, file, pinned;
 	size_t len;
 	int err;
 
