@@ -570,28 +570,32 @@ static void save_stats(pid_t pid)
 }
 
 /* Whether process dir (a /proc entry) started with COMEX_ROOT_PID=root in
- * its environment: one of the run's processes, or one they forked. Only the
- * first ENVIRON_READ bytes are read: the variable is set last but one by
- * run_program, and environments are mostly far smaller. */
-#define ENVIRON_READ 65536
-
+ * its environment: one of the run's processes, or one they forked. The
+ * whole environment is read (run_program sets the variable near its end),
+ * in pieces that keep the last n bytes, so a match across two reads is
+ * found; needle is "\0COMEX_ROOT_PID=N", n bytes, and must end a string. */
 static bool of_run(const char *dir, const char *needle, size_t n)
 {
-	static char buf[ENVIRON_READ + 1];
-	char path[300];
-	ssize_t len;
+	char buf[4096 + 64] = "", path[300];
+	size_t have = 1; /* buf[0] is a NUL: the first variable follows one too */
+	ssize_t r;
 	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%s/environ", dir);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return false;
-	len = read(fd, buf + 1, ENVIRON_READ);
+	while ((r = read(fd, buf + have, sizeof(buf) - have)) > 0) {
+		size_t end = have + (size_t)r;
+
+		for (char *p = buf; (p = memmem(p, end - (size_t)(p - buf), needle, n)); p += n)
+			if (p + n < buf + end && !p[n]) {
+				close(fd);
+				return true;
+			}
+		have = end < n ? end : n;
+		memmove(buf, buf + end - have, have);
+	}
 	close(fd);
-	buf[0] = 0;
-	for (char *p = buf, *end = buf + 1 + (len > 0 ? len : 0); (p = memmem(p, (size_t)(end - p), needle, n));
-	     p += n)
-		if (p + n < end && !p[n])
-			return true;
 	return false;
 }
 
@@ -620,7 +624,7 @@ static bool run_survives(pid_t top, pid_t memnode)
 
 /* Whether clients of the memnode may come after the program's end: it
  * handed its pages to forked children, or another process of it lives */
-static bool handed_to_children(pid_t pid, pid_t memnode)
+static bool clients_may_follow(pid_t pid, pid_t memnode)
 {
 	const struct stats *s;
 	bool handed = false;
@@ -695,7 +699,7 @@ static int run_program(const char *path, char **argv, const struct embedded *e, 
 	while (waitid(P_PID, (id_t)child, &(siginfo_t){ 0 }, WEXITED | WNOWAIT) < 0 && errno == EINTR)
 		;
 	save_stats(child);
-	*handed = handed_to_children(child, e->pid);
+	*handed = clients_may_follow(child, e->pid);
 	/* a program killed outright (SIGKILL, the watchdog) cannot remove its
 	 * live counters from /dev/shm itself */
 	stats_unlink(child);
