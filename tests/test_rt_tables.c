@@ -1,4 +1,4 @@
-/* test_rt_tables: the pager's tables (ranges, rbuf, wbuf, evict) against simple models. */
+/* test_rt_tables: the pager's tables (ranges, rbuf, wbuf, evict, pagetab) against simple models. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "evict.h"
+#include "pagetab.h"
 #include "ranges.h"
 #include "rbuf.h"
 #include "wbuf.h"
@@ -126,34 +127,103 @@ static void test_wbuf(void)
 	wbuf_destroy(wb);
 }
 
-static void make_resident(pte_t *pt, uint64_t idx, unsigned gen, struct evict *ev)
+static void make_resident(struct pagetab *pt, uint64_t idx, unsigned gen, struct evict *ev)
 {
-	pt[idx] = (pte_t)PTE_DIRTY | ((pte_t)gen << PTE_GEN_SHIFT);
+	pagetab_set_pte(pt, idx, (pte_t)PTE_DIRTY | ((pte_t)gen << PTE_GEN_SHIFT));
 	evict_push(ev, pt, idx, gen);
 }
 
+/* Victims in ring order, stale items skipped, second chance under clock, compaction. */
 static void test_evict(bool clock)
 {
-	static pte_t pt[64];
+	struct pagetab pt;
 	struct evict *ev;
 	uint64_t v[8];
 
-	memset(pt, 0, sizeof(pt));
+	CHECK(pagetab_init(&pt, 64) == 0);
 	CHECK(evict_create(16, clock, &ev) == 0);
 	for (uint64_t i = 0; i < 8; i++)
-		make_resident(pt, i, 1, ev);
-	pt[0] |= PTE_REF;                      /* written: a second chance under clock */
-	pt[1] = pte_set_state(pt[1], PTE_REMOTE); /* evicted meanwhile: stale item */
-	make_resident(pt, 2, 2, ev);           /* came back: the old item is stale */
-	CHECK(evict_pick(ev, pt, 2, v) == 2);
+		make_resident(&pt, i, 1, ev);
+	pagetab_set_pte(&pt, 0, pagetab_pte(&pt, 0) | PTE_REF); /* written: a second chance under clock */
+	pagetab_set_pte(&pt, 1, pte_set_state(pagetab_pte(&pt, 1), PTE_REMOTE)); /* evicted meanwhile: stale */
+	make_resident(&pt, 2, 2, ev);           /* came back: the old item is stale */
+	CHECK(evict_pick(ev, &pt, 2, v) == 2);
 	if (clock)
-		CHECK(v[0] == 3 && v[1] == 4 && !(pt[0] & PTE_REF));
+		CHECK(v[0] == 3 && v[1] == 4 && !(pagetab_pte(&pt, 0) & PTE_REF));
 	else
 		CHECK(v[0] == 0 && v[1] == 3);
 	for (int i = 0; i < 3000; i++)         /* compaction keeps the ring usable */
-		make_resident(pt, 10 + i % 50, (unsigned)(3 + i), ev);
-	CHECK(evict_pick(ev, pt, 8, v) == 8);
+		make_resident(&pt, 10 + i % 50, (unsigned)(3 + i), ev);
+	CHECK(evict_pick(ev, &pt, 8, v) == 8);
 	evict_destroy(ev);
+	pagetab_fini(&pt);
+}
+
+/* Random writes, reads and drops of entries over 1 TiB of pages, clustered and
+ * scattered, against a list model; a copy reads the same; dropped leaves are
+ * reused, and all dropped leaves free the table; a page touched alone costs
+ * under 1 KiB of table. */
+static void test_pagetab(void)
+{
+	enum { N = 6000, NPAGES_SHIFT = 28 };
+	static struct { uint64_t idx; pte_t e; pagesum_t s; } m[N];
+	struct pagetab t, c;
+	uint64_t grown;
+
+	CHECK(pagetab_init(&t, 1ull << NPAGES_SHIFT) == 0);
+	CHECK(pagetab_pte(&t, 12345) == 0 && pagetab_bytes(&t) == 0);
+	srand(3);
+	for (int i = 0; i < N; i++) {
+		/* half in a few dense clusters, half alone anywhere */
+		m[i].idx = i % 2 ? ((uint64_t)rand() << 8 ^ (uint64_t)rand()) & ((1ull << NPAGES_SHIFT) - 1)
+				 : (uint64_t)(i % 7) * (1ull << 24) + (uint64_t)rand() % 4096;
+		for (int j = 0; j < i; j++)
+			if (m[j].idx == m[i].idx)
+				m[i].idx = m[j].idx = 0; /* duplicates: both become page 0, written last wins */
+	}
+	for (int i = 0; i < N; i++) {
+		m[i].e = ((pte_t)rand() << 20 | (pte_t)rand()) | 1;
+		m[i].s = (pagesum_t){ (uint64_t)rand(), (uint64_t)i };
+		pagetab_set_pte(&t, m[i].idx, m[i].e);
+		pagetab_set_sum(&t, m[i].idx, m[i].s);
+	}
+	for (int i = N - 1; i >= 0; i--) {
+		bool last = true;
+
+		for (int j = i + 1; j < N; j++)
+			last &= m[j].idx != m[i].idx;
+		if (last)
+			CHECK(pagetab_pte(&t, m[i].idx) == m[i].e && pagesum_eq(pagetab_sum(&t, m[i].idx), m[i].s));
+	}
+	CHECK(pagetab_bytes(&t) < (uint64_t)N / 2 * 1024 + 7 * 4096 * 24);
+	CHECK(pagetab_copy(&t, &c) == 0);
+	for (int i = 0; i < N; i++)
+		CHECK(pagetab_pte(&c, m[i].idx) == pagetab_pte(&t, m[i].idx));
+	pagetab_fini(&c);
+	/* unmap everything the scattered half wrote, leaf by whole leaf */
+	grown = pagetab_bytes(&t);
+	for (int i = 1; i < N; i += 2) {
+		uint64_t lo = m[i].idx & ~15ull;
+
+		for (uint64_t k = lo; k < lo + 16; k++)
+			pagetab_set_pte(&t, k, 0);
+		pagetab_drop(&t, lo, lo + 16);
+		CHECK(pagetab_pte(&t, m[i].idx) == 0);
+	}
+	for (int i = 0; i < N; i += 2) { /* the clusters stay, but where they shared a dropped leaf */
+		bool shared = false;
+
+		for (int j = 1; j < N; j += 2)
+			shared |= m[j].idx >> 4 == m[i].idx >> 4;
+		if (!shared)
+			CHECK(pagetab_pte(&t, m[i].idx) != 0);
+	}
+	for (int i = 1; i < N; i += 2)
+		pagetab_set_pte(&t, m[i].idx, 5);
+	CHECK(pagetab_bytes(&t) == grown); /* the freed leaves and blocks were reused */
+	pagetab_drop(&t, 0, 1ull << NPAGES_SHIFT); /* entries not all free: a contract breach, but must not crash */
+	CHECK(pagetab_bytes(&t) == 0 && pagetab_pte(&t, m[0].idx) == 0); /* and every slot went back */
+	pagetab_fini(&t);
 }
 
 int main(void)
@@ -163,5 +233,6 @@ int main(void)
 	test_wbuf();
 	test_evict(false);
 	test_evict(true);
+	test_pagetab();
 	return 0;
 }

@@ -188,7 +188,7 @@ void *backup_writer(void *arg)
 bool backup_read(uint64_t idx, char *dst)
 {
 	if (fd < 0 || pread(fd, dst, PAGE_SIZE, (off_t)(idx << PAGE_SHIFT)) != (ssize_t)PAGE_SIZE ||
-	    !pagesum_eq(pagesum_of(dst), P.sum[idx]))
+	    !pagesum_eq(pagesum_of(dst), sum_at(idx)))
 		return false;
 	STAT_ADD(P.c.stats, pages_backup_read, 1);
 	return true;

@@ -40,9 +40,9 @@ void evict_destroy(struct evict *ev)
 	rt_free(ev, sizeof(*ev));
 }
 
-static bool live(const pte_t *pt, uint64_t item)
+static bool live(const struct pagetab *pt, uint64_t item)
 {
-	pte_t e = pt[item >> 12];
+	pte_t e = pagetab_pte(pt, item >> 12);
 
 	return pte_resident(e) && pte_gen(e) == (item & PTE_GEN_MASK);
 }
@@ -50,7 +50,7 @@ static bool live(const pte_t *pt, uint64_t item)
 /* Drops stale items in place; the ring holds every resident page at most
  * once per generation, so after compaction it has room unless more pages are
  * resident than its capacity (sized at 2x the budget). */
-static void compact(struct evict *ev, const pte_t *pt)
+static void compact(struct evict *ev, const struct pagetab *pt)
 {
 	uint64_t w = ev->head;
 
@@ -60,7 +60,7 @@ static void compact(struct evict *ev, const pte_t *pt)
 	ev->tail = w;
 }
 
-void evict_push(struct evict *ev, const pte_t *pt, uint64_t idx, unsigned gen)
+void evict_push(struct evict *ev, const struct pagetab *pt, uint64_t idx, unsigned gen)
 {
 	if (ev->tail - ev->head == ev->cap)
 		compact(ev, pt);
@@ -76,7 +76,7 @@ static int by_index(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-uint32_t evict_pick(struct evict *ev, pte_t *pt, uint32_t want, uint64_t *victims)
+uint32_t evict_pick(struct evict *ev, struct pagetab *pt, uint32_t want, uint64_t *victims)
 {
 	uint32_t n = 0;
 	uint64_t budget = 2 * (ev->tail - ev->head); /* each item is passed at most twice */
@@ -84,11 +84,12 @@ uint32_t evict_pick(struct evict *ev, pte_t *pt, uint32_t want, uint64_t *victim
 	while (n < want && ev->head != ev->tail && budget--) {
 		uint64_t item = ev->item[ev->head++ & (ev->cap - 1)];
 		uint64_t idx = item >> 12;
+		pte_t e = pagetab_pte(pt, idx);
 
-		if (!live(pt, item) || (pt[idx] & PTE_LOCKED)) /* munlock puts it back */
+		if (!live(pt, item) || (e & PTE_LOCKED)) /* munlock puts it back */
 			continue;
-		if (ev->clock && (pt[idx] & PTE_REF)) {
-			pt[idx] &= ~PTE_REF;
+		if (ev->clock && (e & PTE_REF)) {
+			pagetab_set_pte(pt, idx, e & ~PTE_REF);
 			ev->item[ev->tail++ & (ev->cap - 1)] = item;
 			continue;
 		}

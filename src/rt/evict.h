@@ -10,15 +10,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "pte.h"
+#include "pagetab.h"
 
 struct evict;
 
 int evict_create(uint64_t capacity, bool clock, struct evict **out);
 void evict_destroy(struct evict *ev);
 /* Records that page idx became resident with generation gen. */
-void evict_push(struct evict *ev, const pte_t *pt, uint64_t idx, unsigned gen);
+void evict_push(struct evict *ev, const struct pagetab *pt, uint64_t idx, unsigned gen);
 /* Up to want resident victims, sorted by index; returns how many. */
-uint32_t evict_pick(struct evict *ev, pte_t *pt, uint32_t want, uint64_t *victims);
+uint32_t evict_pick(struct evict *ev, struct pagetab *pt, uint32_t want, uint64_t *victims);
 
 #endif

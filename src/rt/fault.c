@@ -41,7 +41,7 @@ static unsigned nhandlers; /* started (atomic) */
  * a run the program has mapped: P45). */
 static bool zero_eligible(uint64_t idx, uint64_t mlo, uint64_t mhi)
 {
-	unsigned s = pte_state(P.pt[idx]);
+	unsigned s = pte_state(pte_at(idx));
 
 	return s == PTE_EMPTY || (s == PTE_FREE && (in_heap(idx) || (idx >= mlo && idx < mhi)));
 }
@@ -85,6 +85,15 @@ static uint64_t zero_end[ZERO_STREAMS]; /* where recent zero fills ended, a ring
 static unsigned zero_next;
 static const char *zero_src;            /* ZERO_WINDOW_ROOMY pages, never written */
 
+/* Whether a first touch at idx begins where a recent zero fill ended. */
+static bool zero_streaming(uint64_t idx)
+{
+	for (unsigned i = 0; i < ZERO_STREAMS; i++)
+		if (zero_end[i] == idx && idx)
+			return true;
+	return false;
+}
+
 static bool zero_continues(uint64_t lo, uint64_t hi)
 {
 	for (unsigned i = 0; i < ZERO_STREAMS; i++)
@@ -109,13 +118,22 @@ static int zero_map(uint64_t lo, uint64_t hi, size_t *done)
 	return uffd_copy(P.c.uffd, page_addr(lo), zero_src, len, 0, done);
 }
 
+/* A first touch that continues none gets at most one table leaf of
+ * neighbours (64 KiB): a program touching pages far apart (a sparse
+ * reservation, a hash table) then costs a leaf of table and of budget per
+ * page, not a window's worth (P50); a stream widens from the next fault. */
+#define ZERO_WINDOW_ALONE (1u << PAGETAB_LEAF_SHIFT)
+
 static void zero_fill(uint64_t idx, uint64_t t0)
 {
-	uint64_t w = zero_window(), lo = idx, hi = idx + 1;
-	uint64_t wlo = idx - idx % w, whi = wlo + w, mlo, mhi;
+	uint64_t w = zero_window(), lo = idx, hi = idx + 1, wlo, whi, mlo, mhi;
 	size_t done;
 	int err;
 
+	if (w > ZERO_WINDOW_ALONE && !zero_streaming(idx))
+		w = ZERO_WINDOW_ALONE;
+	wlo = idx - idx % w;
+	whi = wlo + w;
 	mapped_span(idx, &mlo, &mhi);
 
 	if (whi > P.c.npages)
@@ -124,9 +142,9 @@ static void zero_fill(uint64_t idx, uint64_t t0)
 		whi = P.c.heap_pages;
 	/* one UFFDIO_ZEROPAGE fills one kernel mapping: not past a change of
 	 * protection or lock (P30) */
-	while (lo > wlo && zero_eligible(lo - 1, mlo, mhi) && !((P.pt[lo - 1] ^ P.pt[idx]) & PTE_ATTRS))
+	while (lo > wlo && zero_eligible(lo - 1, mlo, mhi) && !((pte_at(lo - 1) ^ pte_at(idx)) & PTE_ATTRS))
 		lo--;
-	while (hi < whi && zero_eligible(hi, mlo, mhi) && !((P.pt[hi] ^ P.pt[idx]) & PTE_ATTRS))
+	while (hi < whi && zero_eligible(hi, mlo, mhi) && !((pte_at(hi) ^ pte_at(idx)) & PTE_ATTRS))
 		hi++;
 	/* a window may stop part way (-EAGAIN): what it mapped is resident */
 	err = zero_map(lo, hi, &done);
@@ -162,13 +180,13 @@ static void install(uint64_t idx, const void *src, bool clean, unsigned node, ui
 static void run_bounds(uint64_t idx, uint64_t *lo_out, uint64_t *hi_out)
 {
 	uint64_t w = P.c.prefetch, wlo = idx - idx % w, lo = idx, hi = idx + 1;
-	unsigned node = pte_node(P.pt[idx]);
+	unsigned node = pte_node(pte_at(idx));
 
-	while (lo > wlo && pte_state(P.pt[lo - 1]) == PTE_REMOTE && pte_node(P.pt[lo - 1]) == node &&
-	       pte_pfn(P.pt[lo - 1]) + 1 == pte_pfn(P.pt[lo]))
+	while (lo > wlo && pte_state(pte_at(lo - 1)) == PTE_REMOTE && pte_node(pte_at(lo - 1)) == node &&
+	       pte_pfn(pte_at(lo - 1)) + 1 == pte_pfn(pte_at(lo)))
 		lo--;
-	while (hi < wlo + w && hi < P.c.npages && pte_state(P.pt[hi]) == PTE_REMOTE &&
-	       pte_node(P.pt[hi]) == node && pte_pfn(P.pt[hi]) == pte_pfn(P.pt[hi - 1]) + 1)
+	while (hi < wlo + w && hi < P.c.npages && pte_state(pte_at(hi)) == PTE_REMOTE &&
+	       pte_node(pte_at(hi)) == node && pte_pfn(pte_at(hi)) == pte_pfn(pte_at(hi - 1)) + 1)
 		hi++;
 	*lo_out = lo;
 	*hi_out = hi;
@@ -178,10 +196,10 @@ static void run_bounds(uint64_t idx, uint64_t *lo_out, uint64_t *hi_out)
  * left; a changed one is read again from another copy, if it has one. */
 static void check_sum(uint64_t i, char *copy)
 {
-	if (pagesum_eq(pagesum_of(copy), P.sum[i]))
+	if (pagesum_eq(pagesum_of(copy), sum_at(i)))
 		return;
 	STAT_ADD(P.c.stats, pages_corrupt, 1);
-	if (!replica_failover(pte_node(P.pt[i]), i, 1, 1, copy))
+	if (!replica_failover(pte_node(pte_at(i)), i, 1, 1, copy))
 		return;
 	pager_die("a page came back from its memnode changed (checksum mismatch)", (uintptr_t)page_addr(i), -EIO);
 }
@@ -222,7 +240,7 @@ static char *fetch(uint64_t idx, uint64_t lo, uint64_t hi)
 	uint64_t wlo = idx - idx % P.c.prefetch;
 	char *slot = rbuf_slot(P.rb, idx);
 
-	remote_read(pte_node(P.pt[idx]), pte_pfn(P.pt[lo]), (uint32_t)(hi - lo), slot + ((lo - wlo) << PAGE_SHIFT),
+	remote_read(pte_node(pte_at(idx)), pte_pfn(pte_at(lo)), (uint32_t)(hi - lo), slot + ((lo - wlo) << PAGE_SHIFT),
 		    lo, 1);
 	for (uint64_t i = lo; i < hi; i++) {
 		check_sum(i, slot + ((i - wlo) << PAGE_SHIFT));
@@ -238,12 +256,12 @@ static void install_remote(uint64_t idx, const void *src, bool write, unsigned n
 {
 	install(idx, src, !write, node, pfn);
 	rbuf_drop(P.rb, idx);
-	if (write && pte_resident(P.pt[idx])) {
+	if (write && pte_resident(pte_at(idx))) {
 		if (P.c.keep_frames)
-			P.pt[idx] |= PTE_KEEP;
+			pte_put(idx, pte_at(idx) | PTE_KEEP);
 		else
 			pager_release_frame(node, pfn);
-		P.pt[idx] |= PTE_REF;
+		pte_put(idx, pte_at(idx) | PTE_REF);
 	}
 }
 
@@ -275,7 +293,7 @@ static void map_clean(uint64_t a, uint64_t n, const char *src)
 		return;
 	uffd_copy(P.c.uffd, page_addr(a), src, n << PAGE_SHIFT, 1, &done);
 	for (uint64_t i = a; i < a + (done >> PAGE_SHIFT); i++)
-		pager_became_resident(i, PTE_CLEAN, pte_node(P.pt[i]), pte_pfn(P.pt[i]));
+		pager_became_resident(i, PTE_CLEAN, pte_node(pte_at(i)), pte_pfn(pte_at(i)));
 	STAT_ADD(P.c.stats, pages_prefetch_mapped, done >> PAGE_SHIFT);
 }
 
@@ -286,7 +304,7 @@ static void map_neighbours(uint64_t a, uint64_t b, const char *base)
 {
 	map_clean(a, b - a, base + (a << PAGE_SHIFT));
 	for (uint64_t i = a; i < b; i++)
-		if (pte_resident(P.pt[i]))
+		if (pte_resident(pte_at(i)))
 			rbuf_drop(P.rb, i);
 }
 
@@ -302,7 +320,7 @@ static char *landed(uint64_t i) { return land + (((i - plan_lo) / step) << PAGE_
 
 static bool readable(uint64_t i, unsigned node)
 {
-	return i < P.c.npages && pte_state(P.pt[i]) == PTE_REMOTE && pte_node(P.pt[i]) == node;
+	return i < P.c.npages && pte_state(pte_at(i)) == PTE_REMOTE && pte_node(pte_at(i)) == node;
 }
 
 /* A run of consecutive frames on the plan's lattice, pages a..b inclusive,
@@ -312,7 +330,7 @@ struct run { uint64_t a, b; uint32_t pfn; };
 /* Notes run a..b in runs[*n] and marks its pages planned in ok[]. */
 static void plan_run(uint64_t a, uint64_t b, bool *ok, struct run *runs, unsigned *n)
 {
-	runs[(*n)++] = (struct run){ a, b, pte_pfn(P.pt[a]) };
+	runs[(*n)++] = (struct run){ a, b, pte_pfn(pte_at(a)) };
 	for (uint64_t i = a; i <= b; i += step)
 		ok[(i - plan_lo) / step] = true;
 }
@@ -321,7 +339,7 @@ static void plan_run(uint64_t a, uint64_t b, bool *ok, struct run *runs, unsigne
  * consecutive frames: one read fetches both. */
 static bool next_frame(uint64_t i, uint64_t j, unsigned node)
 {
-	return readable(i, node) && readable(j, node) && pte_pfn(P.pt[j]) == pte_pfn(P.pt[i]) + 1;
+	return readable(i, node) && readable(j, node) && pte_pfn(pte_at(j)) == pte_pfn(pte_at(i)) + 1;
 }
 
 /* The reads for the pages of [lo, hi) on the plan's lattice that are remote
@@ -330,7 +348,7 @@ static bool next_frame(uint64_t i, uint64_t j, unsigned node)
  * Returns the number of runs. */
 static unsigned plan_reads(uint64_t idx, uint64_t lo, uint64_t hi, bool *ok, struct run *runs)
 {
-	unsigned node = pte_node(P.pt[idx]), n = 0;
+	unsigned node = pte_node(pte_at(idx)), n = 0;
 	uint64_t a = idx, b = idx;
 
 	while (a >= lo + step && next_frame(a - step, a, node))
@@ -421,7 +439,7 @@ static void reread_failed(const struct run *runs, unsigned n, unsigned node, con
 	for (unsigned r = 0; r < n; r++)
 		for (uint64_t a = runs[r].a; failed[r] && a <= runs[r].b; a += step)
 			if (ok[(a - plan_lo) / step])
-				remote_read(node, pte_pfn(P.pt[a]), 1, landed(a), a, 1);
+				remote_read(node, pte_pfn(pte_at(a)), 1, landed(a), a, 1);
 }
 
 /* Reads the plan's pages, without the pager lock when this is the only
@@ -433,7 +451,7 @@ static void fetch_plan(uint64_t idx, uint64_t lo, uint64_t hi, bool *ok, uint32_
 {
 	struct run runs[MAX_READS];
 	pte_t seen[PREFETCH_MAX];
-	unsigned node = pte_node(P.pt[idx]), n = plan_reads(idx, lo, hi, ok, runs);
+	unsigned node = pte_node(pte_at(idx)), n = plan_reads(idx, lo, hi, ok, runs);
 	bool unlock = __atomic_load_n(&nhandlers, __ATOMIC_RELAXED) == 1;
 
 	bool failed[MAX_READS] = { 0 };
@@ -443,14 +461,14 @@ static void fetch_plan(uint64_t idx, uint64_t lo, uint64_t hi, bool *ok, uint32_
 		return;
 	}
 	for (uint32_t k = 0; k < slots; k++)
-		seen[k] = P.pt[plan_lo + k * step];
+		seen[k] = pte_at(plan_lo + k * step);
 	__atomic_fetch_add(&P.reading_unlocked, 1, __ATOMIC_ACQUIRE);
 	pager_unlock();
 	read_runs(runs, n, node, failed);
 	__atomic_fetch_sub(&P.reading_unlocked, 1, __ATOMIC_RELEASE);
 	lock_batch(NULL, &(unsigned){ 0 }, 0);
 	for (uint32_t k = 0; k < slots; k++)
-		if (ok[k] && P.pt[plan_lo + k * step] != seen[k])
+		if (ok[k] && pte_at(plan_lo + k * step) != seen[k])
 			ok[k] = false;
 	reread_failed(runs, n, node, failed, ok);
 }
@@ -496,8 +514,8 @@ static void fetch_adaptive(uint64_t idx, bool write)
 	for (uint32_t k = 0; k < slots; k++)
 		if (ok[k])
 			check_sum(plan_lo + k * step, landed(plan_lo + k * step));
-	install_remote(idx, landed(idx), write, pte_node(P.pt[idx]), pte_pfn(P.pt[idx]));
-	if (pte_resident(P.pt[idx]))
+	install_remote(idx, landed(idx), write, pte_node(pte_at(idx)), pte_pfn(pte_at(idx)));
+	if (pte_resident(pte_at(idx)))
 		map_fetched(idx, ok, slots);
 	prefetch_counters(P.pf, &hits, &wasted);
 	__atomic_store_n(&P.c.stats->prefetch_hits, hits, __ATOMIC_RELAXED);
@@ -516,8 +534,8 @@ static void fetch_adaptive(uint64_t idx, bool write)
 static void fetch_window(uint64_t idx, bool write)
 {
 	bool map_all = P.c.prefetch_map && continues_stream(idx);
-	unsigned node = pte_node(P.pt[idx]);
-	uint32_t pfn = pte_pfn(P.pt[idx]);
+	unsigned node = pte_node(pte_at(idx));
+	uint32_t pfn = pte_pfn(pte_at(idx));
 	uint64_t lo = idx, hi = idx + 1;
 	char *base;
 
@@ -529,7 +547,7 @@ static void fetch_window(uint64_t idx, bool write)
 	}
 	base = fetch(idx, lo, hi);
 	install_remote(idx, base + (idx << PAGE_SHIFT), write, node, pfn);
-	if (!map_all || !pte_resident(P.pt[idx]))
+	if (!map_all || !pte_resident(pte_at(idx)))
 		return;
 	map_neighbours(lo, idx, base);
 	map_neighbours(idx + 1, hi, base);
@@ -562,9 +580,9 @@ static void fault_missing(uint64_t idx, bool write)
 	pte_t e;
 	const void *src;
 
-	s0 = pte_state(P.pt[idx]);
+	s0 = pte_state(pte_at(idx));
 	reclaim_make_room(s0 == PTE_FREE || s0 == PTE_EMPTY ? zero_window() : 1);
-	e = P.pt[idx];
+	e = pte_at(idx);
 	switch (pte_state(e)) {
 	case PTE_FREE:
 	case PTE_EMPTY:
@@ -604,7 +622,7 @@ static void fault_missing(uint64_t idx, bool write)
 /* A write to a clean page: its remote copy goes stale, so release the frame. */
 static void fault_wp(uint64_t idx)
 {
-	pte_t e = P.pt[idx];
+	pte_t e = pte_at(idx);
 	int err;
 
 	STAT_ADD(P.c.stats, faults_wp, 1);
@@ -618,7 +636,7 @@ static void fault_wp(uint64_t idx)
 		pager_release_frame(pte_node(e), pte_pfn(e));
 	}
 	replica_drop(idx);
-	P.pt[idx] = pte_set_state(e, PTE_DIRTY) | PTE_REF;
+	pte_put(idx, pte_set_state(e, PTE_DIRTY) | PTE_REF);
 	err = uffd_wp(P.c.uffd, page_addr(idx), PAGE_SIZE, 0);
 	if (err)
 		pager_die("cannot unprotect a written page", (uintptr_t)page_addr(idx), err);

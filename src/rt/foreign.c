@@ -24,7 +24,7 @@
 #define MREMAP_DONTUNMAP 4
 #endif
 
-static bool is_foreign(uint64_t i) { return pte_state(P.pt[i]) == PTE_FOREIGN; }
+static bool is_foreign(uint64_t i) { return pte_state(pte_at(i)) == PTE_FOREIGN; }
 
 unsigned foreign_kinds(uint64_t lo, uint64_t hi)
 {

@@ -49,8 +49,7 @@ struct child {
 	int uffd;               /* -1 until the fork event gave it */
 	int pidfd;              /* -1 until the fork returned the pid */
 	pid_t pid;
-	pte_t *pt;              /* snapshot, valid on [0, heap_hi) and [heap_pages, map_hi) */
-	pagesum_t *sum;
+	struct pagetab snap;    /* the tables at the fork; snap.top is NULL when none */
 	uint64_t heap_hi, map_hi;
 	uint8_t *got;           /* shared with the child: 1 = served or discarded there */
 };
@@ -73,17 +72,14 @@ static uint8_t *lazy_got;          /* in a lazy child: its byte map (else NULL) 
 static pid_t fork_parent;          /* who forked: in a lazy child, the parent serving it */
 static const char probe_anchor[PAGE_SIZE] __attribute__((aligned(PAGE_SIZE))) = { 1 };
 
-static size_t pt_bytes(void) { return P.c.npages * sizeof(pte_t); }
-static size_t sum_bytes(void) { return P.c.npages * sizeof(pagesum_t); }
-
 static void free_slot(struct child *c)
 {
 	if (c->uffd >= 0)
 		close(c->uffd); /* unregisters whatever the child still has */
 	if (c->pidfd >= 0)
 		close(c->pidfd);
-	rt_free(c->pt, pt_bytes());
-	rt_free(c->sum, sum_bytes());
+	if (c->snap.top)
+		pagetab_fini(&c->snap);
 	if (c->got)
 		munmap(c->got - PAGE_SIZE, PAGE_SIZE + P.c.npages);
 	*c = (struct child){ .uffd = -1, .pidfd = -1 };
@@ -98,31 +94,7 @@ static void free_slot(struct child *c)
 	ndeferred = 0;
 }
 
-/* Copies [from, from + len) of a table to the same offsets of a fresh
- * (zero) one, skipping its all-zero pages: a sparse table stays sparse in
- * the snapshot (P45). */
-static void copy_sparse(char *to, const char *from, size_t len)
-{
-	static const uint64_t zero[PAGE_SIZE / 8];
-
-	for (size_t off = 0; off < len;) {
-		size_t n = PAGE_SIZE - ((uintptr_t)(from + off) & (PAGE_SIZE - 1));
-
-		if (n > len - off)
-			n = len - off;
-		if (memcmp(from + off, zero, n))
-			memcpy(to + off, from + off, n);
-		off += n;
-	}
-}
-
-static void copy_range(struct child *c, uint64_t lo, uint64_t hi)
-{
-	if (hi <= lo)
-		return;
-	copy_sparse((char *)(c->pt + lo), (const char *)(P.pt + lo), (hi - lo) * sizeof(pte_t));
-	copy_sparse((char *)(c->sum + lo), (const char *)(P.sum + lo), (hi - lo) * sizeof(pagesum_t));
-}
+static pte_t snap_pte(const struct child *c, uint64_t idx) { return pagetab_pte(&c->snap, idx); }
 
 /* True when the child's address space is gone (exit or exec). */
 static bool gone(const struct child *c)
@@ -157,21 +129,17 @@ int forkchild_prepare(void)
 	    (!runbuf && !(runbuf = rt_alloc(RUN_PAGES << PAGE_SHIFT))))
 		return -EBUSY;
 	*c = (struct child){ .uffd = -1, .pidfd = -1, .heap_hi = P.heap_hi, .map_hi = P.map_hi };
-	c->pt = rt_alloc(pt_bytes());
-	c->sum = rt_alloc(sum_bytes());
 	c->got = mmap(NULL, PAGE_SIZE + P.c.npages, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE,
 		      -1, 0); /* a header page (struct shared), then the byte map */
 	c->got = c->got == MAP_FAILED ? NULL : c->got + PAGE_SIZE;
 	c->used = true;
 	nkids++;
-	if (!c->pt || !c->sum || !c->got) {
+	if (!c->got || pagetab_copy(&P.tab, &c->snap)) {
 		log_warn("cannot snapshot %" PRIu64 " pages for a lazy fork (%m); bringing every page home instead",
 			 P.c.npages);
 		free_slot(c);
 		return -EBUSY;
 	}
-	copy_range(c, 0, c->heap_hi);
-	copy_range(c, P.c.heap_pages, c->map_hi);
 	pending = my_slot = (int)(c - kids);
 	fork_parent = getpid();
 	STAT_ADD(P.c.stats, forks_lazy, 1);
@@ -314,9 +282,17 @@ static void kill_child(struct child *c, uint64_t idx, const char *why, int err)
 static bool servable(const struct child *c, uint64_t i, unsigned node, uint32_t pfn)
 {
 	bool in = i < c->heap_hi || (i >= P.c.heap_pages && i < c->map_hi);
+	pte_t e = in ? snap_pte(c, i) : 0;
 
-	return in && !c->got[i] && pte_state(c->pt[i]) == PTE_REMOTE && pte_node(c->pt[i]) == node &&
-	       pte_pfn(c->pt[i]) == pfn;
+	return in && !c->got[i] && pte_state(e) == PTE_REMOTE && pte_node(e) == node && pte_pfn(e) == pfn;
+}
+
+/* Whether page i is served from the frame the snapshot names. */
+static bool servable_at(const struct child *c, uint64_t i)
+{
+	pte_t e = snap_pte(c, i);
+
+	return servable(c, i, pte_node(e), pte_pfn(e));
 }
 
 /* Reads the run of consecutive frames around idx within its aligned
@@ -324,8 +300,8 @@ static bool servable(const struct child *c, uint64_t i, unsigned node, uint32_t 
  * skipped (-EEXIST). */
 static void serve_data(struct child *c, uint64_t idx)
 {
-	unsigned node = pte_node(c->pt[idx]);
-	uint32_t pfn = pte_pfn(c->pt[idx]);
+	unsigned node = pte_node(snap_pte(c, idx));
+	uint32_t pfn = pte_pfn(snap_pte(c, idx));
 	uint64_t wlo = idx - idx % RUN_PAGES, lo = idx, hi = idx + 1;
 	int err;
 
@@ -340,7 +316,7 @@ static void serve_data(struct child *c, uint64_t idx)
 	STAT_ADD(P.c.stats, remote_reads, 1);
 	STAT_ADD(P.c.stats, bytes_read, (hi - lo) << PAGE_SHIFT);
 	for (uint64_t i = lo; i < hi; i++)
-		if (!pagesum_eq(pagesum_of(runbuf + ((i - lo) << PAGE_SHIFT)), c->sum[i])) {
+		if (!pagesum_eq(pagesum_of(runbuf + ((i - lo) << PAGE_SHIFT)), pagetab_sum(&c->snap, i))) {
 			kill_child(c, i, "came back from its memnode changed (checksum mismatch)", -EIO);
 			return;
 		}
@@ -372,8 +348,8 @@ static void serve_zero(struct child *c, uint64_t idx)
 	uint64_t hi = idx + 1;
 	size_t z = 0;
 
-	while (hi < idx + ZERO_PAGES && hi < P.c.npages && hi != P.c.heap_pages &&
-	       !servable(c, hi, pte_node(c->pt[hi]), pte_pfn(c->pt[hi])) && pte_state(c->pt[hi]) != PTE_LOST)
+	while (hi < idx + ZERO_PAGES && hi < P.c.npages && hi != P.c.heap_pages && !servable_at(c, hi) &&
+	       pte_state(snap_pte(c, hi)) != PTE_LOST)
 		hi++;
 	/* a window that crosses a mapping of the child's (-ENOENT): the page alone */
 	if (uffd_zero(c->uffd, page_addr(idx), (hi - idx) << PAGE_SHIFT, &z) && !z &&
@@ -398,11 +374,11 @@ static void serve(struct child *c, const struct uffd_msg *m)
 		uffd_wp(c->uffd, (void *)a, PAGE_SIZE, 0);
 		return;
 	}
-	if (servable(c, idx, pte_node(c->pt[idx]), pte_pfn(c->pt[idx]))) {
+	if (servable_at(c, idx)) {
 		serve_data(c, idx);
 		return;
 	}
-	if (pte_state(c->pt[idx]) == PTE_LOST && !c->got[idx]) {
+	if (pte_state(snap_pte(c, idx)) == PTE_LOST && !c->got[idx]) {
 		kill_child(c, idx, "had its only copy on a memnode that failed", -EIO);
 		return;
 	}
@@ -455,7 +431,7 @@ void forkchild_complete_all(void)
 			continue;
 		for (int area = 0; area < 2; area++)
 			for (uint64_t p = area ? P.c.heap_pages : 0; p < (area ? c->map_hi : c->heap_hi); p++)
-				if (servable(c, p, pte_node(c->pt[p]), pte_pfn(c->pt[p])))
+				if (servable_at(c, p))
 					serve_data(c, p);
 		/* its registration goes with the descriptor: then it may take
 		 * its memory over (forkchild_wait_own) */

@@ -130,7 +130,7 @@ static void trim_heap(void)
 	uint64_t run = 0;
 
 	for (uint64_t i = 0; i < P.heap_hi; i++) {
-		if (pte_state(__atomic_load_n(&P.pt[i], __ATOMIC_RELAXED)) != PTE_FREE) {
+		if (pte_state(pte_at(i)) != PTE_FREE) {
 			if (i - run >= DONTDUMP_MIN_PAGES)
 				leave_out(run, i);
 			run = i + 1;
@@ -154,7 +154,7 @@ void home_for_core(void)
 {
 	int self = (int)syscall(SYS_gettid);
 
-	if (!P.pt || P.detached)
+	if (!P.tab.top || P.detached)
 		return;
 	/* a crash inside the pager, holding its lock: what is away stays away */
 	if (!(__atomic_load_n(&P.held_since, __ATOMIC_ACQUIRE) && P.held_tid == self))

@@ -57,7 +57,7 @@ static bool on_node(pte_t e, unsigned d)
 
 static void check_sum(uint64_t idx, const char *copy)
 {
-	if (pagesum_eq(pagesum_of(copy), P.sum[idx]))
+	if (pagesum_eq(pagesum_of(copy), sum_at(idx)))
 		return;
 	STAT_ADD(P.c.stats, pages_corrupt, 1);
 	pager_die("a page read from a leaving memnode changed (checksum mismatch)", (uintptr_t)page_addr(idx), -EIO);
@@ -69,7 +69,7 @@ static void bring_home(uint64_t idx, uint32_t n, uint32_t off, unsigned d)
 	reclaim_make_room(n);
 	for (uint32_t k = 0; k < n; k++) {
 		uint64_t i = idx + k;
-		uint32_t old = pte_pfn(P.pt[i]);
+		uint32_t old = pte_pfn(pte_at(i));
 		int err = uffd_copy(P.c.uffd, page_addr(i), buf + ((size_t)(off + k) << PAGE_SHIFT), PAGE_SIZE, 0, NULL);
 
 		if (err == -EAGAIN)
@@ -102,8 +102,8 @@ static uint32_t place_elsewhere(uint64_t idx, uint32_t n, uint32_t off, unsigned
 		for (uint32_t k = 0; k < got; k++) {
 			uint64_t i = idx + k;
 
-			pager_release_frame(d, pte_pfn(P.pt[i]));
-			P.pt[i] = pte_make(P.pt[i], PTE_REMOTE, t, pfn + k);
+			pager_release_frame(d, pte_pfn(pte_at(i)));
+			pte_put(i, pte_make(pte_at(i), PTE_REMOTE, t, pfn + k));
 		}
 		STAT_ADD(P.c.stats, pages_migrated, got);
 		STAT_ADD(P.c.stats, bytes_written, (uint64_t)got << PAGE_SHIFT);
@@ -120,11 +120,11 @@ static uint32_t move_run(uint64_t idx, uint64_t end, unsigned d)
 	uint32_t n = 1, done = 0;
 	int err;
 
-	while (n < RUN_MAX && idx + n < end && pte_state(P.pt[idx + n]) == PTE_REMOTE &&
-	       pte_node(P.pt[idx + n]) == d && pte_pfn(P.pt[idx + n]) == pte_pfn(P.pt[idx]) + n &&
-	       in_range(pte_pfn(P.pt[idx]) + n))
+	while (n < RUN_MAX && idx + n < end && pte_state(pte_at(idx + n)) == PTE_REMOTE &&
+	       pte_node(pte_at(idx + n)) == d && pte_pfn(pte_at(idx + n)) == pte_pfn(pte_at(idx)) + n &&
+	       in_range(pte_pfn(pte_at(idx)) + n))
 		n++;
-	err = client_read(P.c.client, d, pte_pfn(P.pt[idx]), n, buf);
+	err = client_read(P.c.client, d, pte_pfn(pte_at(idx)), n, buf);
 	if (err)
 		pager_die("a leaving memnode failed before its pages were moved", (uintptr_t)page_addr(idx), err);
 	for (uint32_t k = 0; k < n; k++)
@@ -152,20 +152,20 @@ static uint64_t lost; /* pages marked lost by the current forget pass */
  * read). Resident pages only lose their copy there; remote ones are lost. */
 static void forget_ref(uint64_t i, unsigned d)
 {
-	pte_t e = P.pt[i];
+	pte_t e = pte_at(i);
 
 	switch (pte_state(e)) {
 	case PTE_REMOTE:
-		P.pt[i] = pte_set_state(e, PTE_LOST);
+		pte_put(i, pte_set_state(e, PTE_LOST));
 		lost++;
 		break;
 	case PTE_CLEAN:
-		P.pt[i] = pte_set_state(e, PTE_DIRTY);
+		pte_put(i, pte_set_state(e, PTE_DIRTY));
 		if (!P.c.async && uffd_wp(P.c.uffd, page_addr(i), PAGE_SIZE, 0))
 			pager_die("cannot unprotect a page of a failed memnode", (uintptr_t)page_addr(i), -EIO);
 		break;
 	case PTE_DIRTY:
-		P.pt[i] = e & ~PTE_KEEP;
+		pte_put(i, e & ~PTE_KEEP);
 		break;
 	default: /* WBUF: the write buffer was taken home before the pass */
 		(void)d;
@@ -185,7 +185,7 @@ static uint64_t clear_slice(uint64_t lo, uint64_t hi, unsigned d, bool failed)
 		/* extra copies there dropped, or one took the first's place */
 		if (replica_unref(i, d, failed, frames_lo, frames_hi))
 			found++;
-		e = P.pt[i];
+		e = pte_at(i);
 		if (!on_node(e, d))
 			continue;
 		found++;
@@ -203,7 +203,7 @@ static uint64_t clear_slice(uint64_t lo, uint64_t hi, unsigned d, bool failed)
 			break;
 		case PTE_CLEAN:
 			pager_release_frame(d, pte_pfn(e));
-			P.pt[i] = pte_set_state(e, PTE_DIRTY);
+			pte_put(i, pte_set_state(e, PTE_DIRTY));
 			/* without WP_ASYNC a write to a protected page is our fault to serve,
 			 * and the fault path serves only CLEAN ones */
 			if (!P.c.async && uffd_wp(P.c.uffd, page_addr(i), PAGE_SIZE, 0))
@@ -211,7 +211,7 @@ static uint64_t clear_slice(uint64_t lo, uint64_t hi, unsigned d, bool failed)
 			break;
 		default: /* DIRTY + KEEP */
 			pager_release_frame(d, pte_pfn(e));
-			P.pt[i] = e & ~PTE_KEEP;
+			pte_put(i, e & ~PTE_KEEP);
 			break;
 		}
 	}
@@ -318,7 +318,7 @@ static void take_wbuf_home(unsigned d, struct wbuf *wb)
 		int err;
 
 		wbuf_entry(wb, k, &idx, &cancelled);
-		if (cancelled || pte_state(P.pt[idx]) != PTE_WBUF || pte_node(P.pt[idx]) != d)
+		if (cancelled || pte_state(pte_at(idx)) != PTE_WBUF || pte_node(pte_at(idx)) != d)
 			continue;
 		err = uffd_copy(P.c.uffd, page_addr(idx), (const char *)data + ((size_t)k << PAGE_SHIFT), PAGE_SIZE, 0, NULL);
 		if (err)

@@ -79,14 +79,14 @@ void pager_set_resident(int64_t delta)
 /* Page idx just became resident: new generation, into the eviction ring. */
 void pager_became_resident(uint64_t idx, unsigned state, unsigned node, uint32_t pfn)
 {
-	pte_t e = P.pt[idx];
+	pte_t e = pte_at(idx);
 	unsigned gen = (pte_gen(e) + 1) & PTE_GEN_MASK;
 
 	e = (e & ~((PTE_GEN_MASK << PTE_GEN_SHIFT) | PTE_REF)) | ((pte_t)gen << PTE_GEN_SHIFT);
-	P.pt[idx] = pte_make(e, state, node, pfn);
+	pte_put(idx, pte_make(e, state, node, pfn));
 	if (state == PTE_DIRTY) /* written, or about to be: no extra copy stays valid */
 		replica_drop(idx);
-	evict_push(P.ev, P.pt, idx, gen);
+	evict_push(P.ev, &P.tab, idx, gen);
 	pager_set_resident(1);
 	pager_raise_hi(idx, idx + 1);
 }
@@ -118,7 +118,7 @@ static void adopt(uint64_t lo, uint64_t hi)
 		log_warn("cannot find pages touched before start-up (%m); they stay outside the budget");
 	else
 		for (uint64_t i = lo; i < hi; i++)
-			if ((vec[i - lo] & 1) && pte_state(P.pt[i]) != PTE_FOREIGN)
+			if ((vec[i - lo] & 1) && pte_state(pte_at(i)) != PTE_FOREIGN)
 				pager_became_resident(i, PTE_DIRTY, 0, 0);
 	rt_free(vec, hi - lo);
 }
@@ -177,14 +177,7 @@ int pager_init(const struct pager_config *cfg)
 {
 	int err;
 
-	P.pt = rt_alloc(cfg->npages * sizeof(pte_t));
-	P.sum = rt_alloc(cfg->npages * sizeof(pagesum_t));
-	if (!P.pt || !P.sum)
-		return -ENOMEM;
-	/* the runtime's tables are not the program's: out of its core dumps */
-	raw_madvise(P.pt, cfg->npages * sizeof(pte_t), MADV_DONTDUMP);
-	raw_madvise(P.sum, cfg->npages * sizeof(pagesum_t), MADV_DONTDUMP);
-	if ((err = ranges_create(cfg->npages - cfg->heap_pages, &P.ranges)) || (err = start(cfg)))
+	if ((err = pagetab_init(&P.tab, cfg->npages)) || (err = ranges_create(cfg->npages - cfg->heap_pages, &P.ranges)) || (err = start(cfg)))
 		return err;
 	adopt(0, cfg->heap_pages < ADOPT_SCAN ? cfg->heap_pages : ADOPT_SCAN);
 	return 0;
@@ -196,10 +189,10 @@ int pager_init(const struct pager_config *cfg)
 static void forget_locations(uint64_t lo, uint64_t hi)
 {
 	for (uint64_t i = lo; i < hi; i++) {
-		unsigned s = pte_state(P.pt[i]);
+		unsigned s = pte_state(pte_at(i));
 
 		if (s != PTE_FREE && s != PTE_FOREIGN && s != PTE_EMPTY)
-			P.pt[i] = pte_make(P.pt[i], PTE_EMPTY, 0, 0) & ~PTE_KEEP;
+			pte_put(i, pte_make(pte_at(i), PTE_EMPTY, 0, 0) & ~PTE_KEEP);
 	}
 }
 
@@ -208,7 +201,7 @@ static void forget_locations(uint64_t lo, uint64_t hi)
 int pager_reattach(const struct pager_config *cfg)
 {
 	struct pager fresh = {
-		.memfd = -1, .pmfd = -1, .mapsfd = -1, .pt = P.pt, .sum = P.sum, .ranges = P.ranges, .heap_hi = P.heap_hi,
+		.memfd = -1, .pmfd = -1, .mapsfd = -1, .tab = P.tab, .ranges = P.ranges, .heap_hi = P.heap_hi,
 		.map_hi = P.map_hi, .locked = P.locked, .locked_all = P.locked_all, .wipe_on_fork = P.wipe_on_fork,
 	};
 	int parents[] = { P.memfd, P.pmfd, P.mapsfd }; /* copies of the parent's, naming the parent */
@@ -255,7 +248,7 @@ void pager_forget_entries(uint64_t lo, uint64_t hi, unsigned to)
 	uint64_t unlocked = 0;
 
 	for (uint64_t i = lo; i < hi; i++) {
-		pte_t e = P.pt[i];
+		pte_t e = pte_at(i);
 
 		/* a free page reads as zero once mapped: left as it is, so that
 		 * mapping or unmapping a huge range writes no table page (P45) */
@@ -264,7 +257,7 @@ void pager_forget_entries(uint64_t lo, uint64_t hi, unsigned to)
 		if (P.detached) {
 			if (pte_state(e) == PTE_REMOTE || pte_state(e) == PTE_WBUF || pte_state(e) == PTE_LOST)
 				forkchild_discarded(i); /* never the parent's snapshot copy again */
-			P.pt[i] = pte_set_state(e, to);
+			pte_put(i, pte_set_state(e, to));
 			continue;
 		}
 		switch (pte_state(e)) {
@@ -291,7 +284,7 @@ void pager_forget_entries(uint64_t lo, uint64_t hi, unsigned to)
 			unlocked += !!(e & PTE_LOCKED);
 			e &= ~PTE_ATTRS;
 		}
-		P.pt[i] = pte_make(e, to, 0, 0);
+		pte_put(i, pte_make(e, to, 0, 0));
 	}
 	if (!P.detached) {
 		prot_count_locked(-(int64_t)unlocked);
@@ -320,11 +313,11 @@ static int set_prot(uint64_t lo, uint64_t n, int prot, bool always)
 	    syscall(SYS_mprotect, page_addr(lo), n << PAGE_SHIFT, prot))
 		return -errno;
 	for (uint64_t i = lo; i < lo + n; i++) {
-		pte_t e = pte_set_prot(P.pt[i] & ~PTE_LOCKED, (unsigned)prot & 7);
+		pte_t e = pte_set_prot(pte_at(i) & ~PTE_LOCKED, (unsigned)prot & 7);
 
-		unlocked += !!(P.pt[i] & PTE_LOCKED);
-		if (e != P.pt[i]) /* unchanged entries are not written: P45 */
-			P.pt[i] = e;
+		unlocked += !!(pte_at(i) & PTE_LOCKED);
+		if (e != pte_at(i)) /* unchanged entries are not written: P45 */
+			pte_put(i, e);
 	}
 	prot_count_locked(-(int64_t)unlocked);
 	return 0;
@@ -395,25 +388,6 @@ int pager_mmap_fixed(void *addr, size_t len, int prot, bool noreplace)
 	return err;
 }
 
-/* The table pages that hold only entries of [lo, hi), which are all
- * PTE_FREE now, go back to the kernel: the runtime's tables grow with the
- * pages mapped and touched, not with the address space (P45). A dropped
- * entry reads 0 (generation 0): a stale eviction item that matches it
- * again only names a page as a candidate (evict_pick dedups). */
-static void drop_whole_pages(const void *lo, const void *hi)
-{
-	uintptr_t a = ((uintptr_t)lo + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1), b = (uintptr_t)hi & ~(PAGE_SIZE - 1);
-
-	if (b > a)
-		raw_madvise((void *)a, b - a, MADV_DONTNEED);
-}
-
-static void tables_drop(uint64_t lo, uint64_t hi)
-{
-	drop_whole_pages(P.pt + lo, P.pt + hi);
-	drop_whole_pages(P.sum + lo, P.sum + hi);
-}
-
 /* Unmaps the managed pages [lo, hi) of the mmap area: they become free.
  * (The allocator's arena is never unmapped, only discarded.) */
 static int unmap_managed(uint64_t lo, uint64_t hi)
@@ -424,7 +398,9 @@ static int unmap_managed(uint64_t lo, uint64_t hi)
 	}
 	forget(lo, hi, PTE_FREE);
 	syscall(SYS_mprotect, page_addr(lo), (hi - lo) << PAGE_SHIFT, PROT_READ | PROT_WRITE);
-	tables_drop(lo, hi);
+	/* its table leaves are reused (P45, P50); a dropped entry reads 0, and
+	 * a stale eviction item that matches it only names a candidate */
+	pagetab_drop(&P.tab, lo, hi);
 	return ranges_release(P.ranges, lo - P.c.heap_pages, hi - lo);
 }
 
@@ -455,7 +431,7 @@ int pager_munmap(void *addr, size_t len)
 static bool any_locked(uint64_t lo, uint64_t hi)
 {
 	for (uint64_t i = lo; i < hi; i++)
-		if (P.pt[i] & PTE_LOCKED)
+		if (pte_at(i) & PTE_LOCKED)
 			return true;
 	return false;
 }
@@ -478,7 +454,7 @@ static int advise_run(uint64_t lo, uint64_t hi, bool foreign, void *arg)
 			return 0;
 		case MADV_COLD: /* no second chance: first in line at the next eviction */
 			for (uint64_t i = lo; i < hi; i++)
-				P.pt[i] &= ~PTE_REF;
+				pte_put(i, pte_at(i) & ~PTE_REF);
 			return 0;
 		case MADV_PAGEOUT:
 			reclaim_range(lo, hi);
@@ -505,7 +481,7 @@ int pager_madvise(void *addr, size_t len, int advice)
  * readable) a copy in bounce made through /proc/self/mem. */
 static const char *readable_copy(uint64_t idx, char *bounce)
 {
-	if (pte_prot(P.pt[idx]) & PROT_READ)
+	if (pte_prot(pte_at(idx)) & PROT_READ)
 		return page_addr(idx);
 	if (pread(P.memfd, bounce, PAGE_SIZE, (off_t)(uintptr_t)page_addr(idx)) != (ssize_t)PAGE_SIZE)
 		return page_addr(idx); /* then UFFDIO_COPY fails with EFAULT, and so does mremap */
@@ -519,16 +495,16 @@ static const char *readable_copy(uint64_t idx, char *bounce)
 static void move_prot(uint64_t from, uint64_t on, uint64_t to, uint64_t n)
 {
 	for (uint64_t i = 0; i < n;) {
-		pte_t a = P.pt[from + (i < on ? i : 0)] & PTE_ATTRS;
+		pte_t a = pte_at(from + (i < on ? i : 0)) & PTE_ATTRS;
 		unsigned prot = pte_prot(a);
 		uint64_t j = i + 1;
 
-		while (j < n && (P.pt[from + (j < on ? j : 0)] & PTE_ATTRS) == a)
+		while (j < n && (pte_at(from + (j < on ? j : 0)) & PTE_ATTRS) == a)
 			j++;
 		set_prot(to + i, j - i, (int)prot, prot != (PROT_READ | PROT_WRITE));
 		if (a & PTE_LOCKED) {
 			for (uint64_t k = to + i; k < to + j; k++)
-				P.pt[k] |= PTE_LOCKED;
+				pte_put(k, pte_at(k) | PTE_LOCKED);
 			prot_count_locked((int64_t)(j - i));
 			syscall(SYS_mlock2, page_addr(to + i), (j - i) << PAGE_SHIFT, 1 /* MLOCK_ONFAULT */);
 		}
@@ -542,7 +518,7 @@ static int move_pages(uint64_t from, uint64_t to, uint64_t n)
 	char bounce[PAGE_SIZE] __attribute__((aligned(64)));
 
 	for (uint64_t i = 0; i < n; i++) {
-		pte_t e = P.pt[from + i];
+		pte_t e = pte_at(from + i);
 		unsigned s = pte_state(e);
 		int err;
 
@@ -559,25 +535,25 @@ static int move_pages(uint64_t from, uint64_t to, uint64_t n)
 				if (err)
 					return err;
 				pager_became_resident(to + i, s, pte_node(e), pte_pfn(e));
-				P.sum[to + i] = P.sum[from + i];
-				P.pt[to + i] |= e & PTE_KEEP; /* the frame moves with the page */
+				sum_put(to + i, sum_at(from + i));
+				pte_put(to + i, pte_at(to + i) | (e & PTE_KEEP)); /* the frame moves with the page */
 				replica_move(from + i, to + i);
 				pager_set_resident(-1);
 			} else {
 				memcpy(page_addr(to + i), page_addr(from + i), PAGE_SIZE);
-				P.pt[to + i] = e;
+				pte_put(to + i, e);
 			}
 		} else if (s == PTE_REMOTE) {
 			rbuf_drop(P.rb, from + i);
-			P.sum[to + i] = P.sum[from + i];
-			P.pt[to + i] = pte_make(P.pt[to + i], PTE_REMOTE, pte_node(e), pte_pfn(e));
+			sum_put(to + i, sum_at(from + i));
+			pte_put(to + i, pte_make(pte_at(to + i), PTE_REMOTE, pte_node(e), pte_pfn(e)));
 			replica_move(from + i, to + i);
 		} else if (s == PTE_LOST) { /* still lost where it goes: never zero in silence */
-			P.pt[to + i] = pte_set_state(P.pt[to + i], PTE_LOST);
+			pte_put(to + i, pte_set_state(pte_at(to + i), PTE_LOST));
 		} else {
-			P.pt[to + i] = pte_set_state(P.pt[to + i], PTE_EMPTY);
+			pte_put(to + i, pte_set_state(pte_at(to + i), PTE_EMPTY));
 		}
-		P.pt[from + i] = pte_make(e, PTE_EMPTY, 0, 0);
+		pte_put(from + i, pte_make(e, PTE_EMPTY, 0, 0));
 	}
 	return 0;
 }
@@ -602,7 +578,7 @@ static int move_range(uint64_t lo, uint64_t on, uint64_t start, uint64_t nn, int
 		return 0;
 	}
 	forget(lo, lo + on, PTE_FREE);
-	tables_drop(lo, lo + on);
+	pagetab_drop(&P.tab, lo, lo + on);
 	return ranges_release(P.ranges, lo - P.c.heap_pages, on);
 }
 
@@ -705,22 +681,22 @@ uint64_t pager_bring_home(uint64_t lo, uint64_t hi, bool read)
 	uint64_t away = 0;
 
 	for (uint64_t i = lo; i < hi; i++) {
-		unsigned s = pte_state(__atomic_load_n(&P.pt[i], __ATOMIC_RELAXED));
+		unsigned s = pte_state(pte_at(i));
 
 		if (s != PTE_REMOTE && s != PTE_WBUF && s != PTE_LOST) /* a lost one stops the program here */
 			continue;
 		away++;
 		if (!read)
 			continue;
-		if (!(pte_prot(P.pt[i]) & PROT_READ) && P.detached) {
+		if (!(pte_prot(pte_at(i)) & PROT_READ) && P.detached) {
 			/* a lazy child (P29) has no memnode: its parent serves the
 			 * fault, which must be let through for a moment */
 			syscall(SYS_mprotect, page_addr(i), PAGE_SIZE, PROT_READ);
 			raw_madvise(page_addr(i), PAGE_SIZE, MADV_POPULATE_READ);
-			syscall(SYS_mprotect, page_addr(i), PAGE_SIZE, (int)pte_prot(P.pt[i]));
-		} else if (!(pte_prot(P.pt[i]) & PROT_READ)) { /* no fault of ours can bring it: the pager does */
+			syscall(SYS_mprotect, page_addr(i), PAGE_SIZE, (int)pte_prot(pte_at(i)));
+		} else if (!(pte_prot(pte_at(i)) & PROT_READ)) { /* no fault of ours can bring it: the pager does */
 			pager_lock("bring a PROT_NONE page home");
-			if (pte_state(P.pt[i]) == s)
+			if (pte_state(pte_at(i)) == s)
 				fault_fetch(i);
 			pager_unlock();
 		} else if (raw_madvise(page_addr(i), PAGE_SIZE, MADV_POPULATE_READ)) {
@@ -769,7 +745,7 @@ forking:
 
 void pager_fork(int phase)
 {
-	if (!P.pt)
+	if (!P.tab.top)
 		return;
 	if (P.detached) { /* a lazy child's children would find its remote pages missing */
 		if (phase == FORK_PREPARE && forkchild_is_lazy_child())
@@ -796,7 +772,7 @@ void pager_fork(int phase)
 
 void pager_fork_result(pid_t pid)
 {
-	if (!P.detached && P.pt)
+	if (!P.detached && P.tab.top)
 		forkchild_after_fork(pid);
 }
 
@@ -810,6 +786,6 @@ void pager_wipe_on_fork(void)
 
 void pager_exit(void)
 {
-	if (!P.detached && P.pt)
+	if (!P.detached && P.tab.top)
 		forkchild_complete_all();
 }

@@ -15,8 +15,7 @@
 
 #include "clock.h"
 #include "pager.h"
-#include "pagesum.h"
-#include "pte.h"
+#include "pagetab.h"
 #include "stats.h"
 #include "transport.h"
 
@@ -27,8 +26,8 @@ struct pager {
 	pthread_mutex_t lock;
 	pthread_cond_t reclaim_wake;  /* the reclaimer waits here for resident > high watermark */
 	struct pager_config c;
-	pte_t *pt;
-	pagesum_t *sum;               /* per page: hash of its remote copy, valid while it has a frame */
+	struct pagetab tab;           /* per page: its entry, and the hash of its remote copy (valid while
+				       * it has a frame); tab.top is NULL until pager_init */
 	struct ranges *ranges;        /* the mmap area: [heap_pages, npages) */
 	struct rbuf *rb;
 	struct wbuf *wb[MAX_NODES];     /* per node: the write buffer filling */
@@ -78,6 +77,11 @@ struct pager {
 };
 
 extern struct pager P;
+
+static inline pte_t pte_at(uint64_t idx) { return pagetab_pte(&P.tab, idx); }
+static inline void pte_put(uint64_t idx, pte_t e) { pagetab_set_pte(&P.tab, idx, e); }
+static inline pagesum_t sum_at(uint64_t idx) { return pagetab_sum(&P.tab, idx); }
+static inline void sum_put(uint64_t idx, pagesum_t s) { pagetab_set_sum(&P.tab, idx, s); }
 
 
 /* The pager lock, taken for why (a static string the watchdog reports when

@@ -43,7 +43,7 @@ static bool pages_of(const void *addr, size_t len, uint64_t *lo, uint64_t *hi)
 	uintptr_t s = (uintptr_t)addr & ~(PAGE_SIZE - 1), e = (uintptr_t)addr + len;
 	uintptr_t rs = (uintptr_t)P.c.base, re = (uintptr_t)page_addr(P.c.npages);
 
-	if (!P.pt || P.detached)
+	if (!P.tab.top || P.detached)
 		return false;
 	s = s < rs ? rs : s;
 	e = e > re ? re : e;
@@ -70,10 +70,10 @@ static bool any_unmapped(uint64_t lo, uint64_t hi)
 static void set_prot(uint64_t lo, uint64_t hi, int prot)
 {
 	for (uint64_t i = lo; i < hi; i++) {
-		pte_t e = pte_set_prot(P.pt[i], (unsigned)prot & 7);
+		pte_t e = pte_set_prot(pte_at(i), (unsigned)prot & 7);
 
-		if (pte_state(e) != PTE_FOREIGN && e != P.pt[i]) /* unchanged entries are not written: P45 */
-			P.pt[i] = e;
+		if (pte_state(e) != PTE_FOREIGN && e != pte_at(i)) /* unchanged entries are not written: P45 */
+			pte_put(i, e);
 	}
 }
 
@@ -125,13 +125,13 @@ static uint64_t mark_locked(uint64_t lo, uint64_t hi, bool on)
 	uint64_t n = 0;
 
 	for (uint64_t i = lo; i < hi; i++) {
-		pte_t e = P.pt[i];
+		pte_t e = pte_at(i);
 
 		if (pte_state(e) == PTE_FOREIGN || !(e & PTE_LOCKED) == !on)
 			continue;
-		P.pt[i] = on ? e | PTE_LOCKED : e & ~PTE_LOCKED;
+		pte_put(i, on ? e | PTE_LOCKED : e & ~PTE_LOCKED);
 		if (!on && pte_resident(e))
-			evict_push(P.ev, P.pt, i, pte_gen(e));
+			evict_push(P.ev, &P.tab, i, pte_gen(e));
 		n++;
 	}
 	prot_count_locked(on ? (int64_t)n : -(int64_t)n);
@@ -180,7 +180,7 @@ int prot_munlock(void *addr, size_t len)
 
 int prot_mlockall(int flags)
 {
-	if (!P.pt || P.detached || !(flags & (MCL_CURRENT | MCL_FUTURE)))
+	if (!P.tab.top || P.detached || !(flags & (MCL_CURRENT | MCL_FUTURE)))
 		return syscall(SYS_mlockall, flags) ? -errno : 0;
 	if (syscall(SYS_mlockall, flags | MCL_ONFAULT))
 		return -errno;
@@ -205,7 +205,7 @@ int prot_munlockall(void)
 {
 	if (syscall(SYS_munlockall))
 		return -errno;
-	if (!P.pt || P.detached)
+	if (!P.tab.top || P.detached)
 		return 0;
 	pager_lock("munlockall");
 	mark_locked(0, P.heap_hi, false);
@@ -255,6 +255,6 @@ uint32_t prot_copyable(uint64_t idx, uint32_t n)
 	if (!(q.vma_flags & PROCMAP_QUERY_VMA_WRITABLE))
 		return (uint32_t)(end - idx);
 	for (uint64_t i = idx; i < end; i++)
-		P.pt[i] = pte_set_prot(P.pt[i], (unsigned)q.vma_flags & 7); /* PROCMAP_QUERY_VMA_* = PROT_* */
+		pte_put(i, pte_set_prot(pte_at(i), (unsigned)q.vma_flags & 7)); /* PROCMAP_QUERY_VMA_* = PROT_* */
 	return 0;
 }

@@ -131,7 +131,7 @@ static void retire(unsigned node, struct wbuf *wb, int err)
 		if (cancelled)
 			pager_release_frame(node, pfn + i);
 		else
-			P.pt[idx] = pte_make(P.pt[idx], PTE_REMOTE, node, pfn + i);
+			pte_put(idx, pte_make(pte_at(idx), PTE_REMOTE, node, pfn + i));
 	}
 	wbuf_clear(wb);
 	STAT_ADD(P.c.stats, pages_written, count);
@@ -240,7 +240,7 @@ static int for_runs(const uint64_t *v, uint32_t n, bool (*keep)(uint64_t),
 			i++;
 			continue;
 		}
-		while (j + 1 < n && v[j + 1] == v[j] + 1 && !((P.pt[v[j + 1]] ^ P.pt[v[j]]) & PTE_ATTRS) &&
+		while (j + 1 < n && v[j + 1] == v[j] + 1 && !((pte_at(v[j + 1]) ^ pte_at(v[j])) & PTE_ATTRS) &&
 		       (!keep || keep(v[j + 1])))
 			j++;
 		if ((err = fn(v[i], j - i + 1)))
@@ -263,7 +263,7 @@ static bool isolated(const uint64_t *v, uint32_t n, uint32_t i)
  * one waited for (P33). It takes a fresh frame, and its old one is freed. */
 static bool breaks_run(uint64_t idx, bool alone)
 {
-	pte_t e = P.pt[idx];
+	pte_t e = pte_at(idx);
 
 	return alone && (e & PTE_KEEP) && wbuf_must_flush_before(P.wb[pte_node(e)], pte_pfn(e));
 }
@@ -278,22 +278,22 @@ static bool evict_dirty(uint64_t idx, const char *src, pagesum_t sum, bool alone
 	uint32_t pfn;
 
 	if (page_is_zero(src)) {
-		if (P.pt[idx] & PTE_KEEP)
-			pager_release_frame(pte_node(P.pt[idx]), pte_pfn(P.pt[idx]));
-		P.pt[idx] = pte_set_state(P.pt[idx] & ~PTE_KEEP, PTE_EMPTY);
+		if (pte_at(idx) & PTE_KEEP)
+			pager_release_frame(pte_node(pte_at(idx)), pte_pfn(pte_at(idx)));
+		pte_put(idx, pte_set_state(pte_at(idx) & ~PTE_KEEP, PTE_EMPTY));
 		STAT_ADD(P.c.stats, pages_dropped_zero, 1);
 		return true;
 	}
-	if ((P.pt[idx] & PTE_KEEP) && forkchild_defer(pte_node(P.pt[idx]), pte_pfn(P.pt[idx])))
-		P.pt[idx] &= ~PTE_KEEP; /* a forked child may still read the old content */
+	if ((pte_at(idx) & PTE_KEEP) && forkchild_defer(pte_node(pte_at(idx)), pte_pfn(pte_at(idx))))
+		pte_put(idx, pte_at(idx) & ~PTE_KEEP); /* a forked child may still read the old content */
 	if (breaks_run(idx, alone)) {
-		pager_release_frame(pte_node(P.pt[idx]), pte_pfn(P.pt[idx]));
-		P.pt[idx] &= ~PTE_KEEP;
+		pager_release_frame(pte_node(pte_at(idx)), pte_pfn(pte_at(idx)));
+		pte_put(idx, pte_at(idx) & ~PTE_KEEP);
 		STAT_ADD(P.c.stats, frames_renewed, 1);
 	}
-	if (P.pt[idx] & PTE_KEEP) {
-		node = pte_node(P.pt[idx]);
-		pfn = pte_pfn(P.pt[idx]);
+	if (pte_at(idx) & PTE_KEEP) {
+		node = pte_node(pte_at(idx));
+		pfn = pte_pfn(pte_at(idx));
 	} else if (take_frame(&node, &pfn)) {
 		if (!P.full_warned)
 			log_warn("every memnode is full: keeping pages resident beyond the local budget");
@@ -304,8 +304,8 @@ static bool evict_dirty(uint64_t idx, const char *src, pagesum_t sum, bool alone
 		flush(node);
 	memcpy(wbuf_add(P.wb[node], idx, pfn), src, PAGE_SIZE);
 	replica_place(node, P.wb[node]);
-	P.sum[idx] = sum;
-	P.pt[idx] = pte_make(P.pt[idx], PTE_WBUF, node, pfn);
+	sum_put(idx, sum);
+	pte_put(idx, pte_make(pte_at(idx), PTE_WBUF, node, pfn));
 	if (wbuf_ready(P.wb[node]))
 		flush(node);
 	return true;
@@ -316,7 +316,7 @@ static bool evict_dirty(uint64_t idx, const char *src, pagesum_t sum, bool alone
  * put back to what it was (P36). */
 static void drop_clean(uint64_t idx, bool written)
 {
-	P.pt[idx] = pte_set_state(P.pt[idx] & ~PTE_KEEP, PTE_REMOTE);
+	pte_put(idx, pte_set_state(pte_at(idx) & ~PTE_KEEP, PTE_REMOTE));
 	STAT_ADD(P.c.stats, pages_dropped_clean, 1);
 	if (written)
 		STAT_ADD(P.c.stats, pages_written_unchanged, 1);
@@ -329,7 +329,7 @@ static void drop_clean(uint64_t idx, bool written)
  * dropped when it was written. */
 static bool unchanged_keep(uint64_t idx, pagesum_t sum)
 {
-	if (!(P.pt[idx] & PTE_KEEP) || P.c.replicas > 1 || backup_on() || !pagesum_eq(sum, P.sum[idx]))
+	if (!(pte_at(idx) & PTE_KEEP) || P.c.replicas > 1 || backup_on() || !pagesum_eq(sum, sum_at(idx)))
 		return false;
 	drop_clean(idx, true);
 	return true;
@@ -339,13 +339,13 @@ static bool unchanged_keep(uint64_t idx, pagesum_t sum)
  * back into the ring with its generation, still resident. */
 static void keep_resident(uint64_t idx)
 {
-	evict_push(P.ev, P.pt, idx, pte_gen(P.pt[idx]));
+	evict_push(P.ev, &P.tab, idx, pte_gen(pte_at(idx)));
 }
 
 /* ---- synchronous mode ---- */
 
-static bool is_dirty(uint64_t idx) { return pte_state(P.pt[idx]) == PTE_DIRTY; }
-static bool is_gone(uint64_t idx) { return !pte_resident(P.pt[idx]); }
+static bool is_dirty(uint64_t idx) { return pte_state(pte_at(idx)) == PTE_DIRTY; }
+static bool is_gone(uint64_t idx) { return !pte_resident(pte_at(idx)); }
 
 static int protect_run(uint64_t first, uint32_t len)
 {
@@ -395,7 +395,7 @@ static uint32_t evict_sync(const uint64_t *v, uint32_t n)
 	copy_pos = 0;
 	for_runs(v, n, is_dirty, copy_run);
 	for (uint32_t i = 0; i < n; i++) {
-		pte_t e = P.pt[v[i]];
+		pte_t e = pte_at(v[i]);
 
 		if (pte_state(e) == PTE_CLEAN) {
 			drop_clean(v[i], false);
@@ -498,7 +498,7 @@ static int park_run(uint64_t first, uint32_t len)
 {
 	uint64_t written[PAGEMAP_MAX_PAGES / 64];
 	uint32_t done = 0, busy_tried = 0, again = 0, lim = len;
-	unsigned prot = pte_prot(P.pt[first]);
+	unsigned prot = pte_prot(pte_at(first));
 	int err = pagemap_written(P.pmfd, page_addr(first), len, written);
 
 	if (err)
@@ -576,11 +576,11 @@ static bool fills_gap(pte_t e)
  * could craft a collision, and only against its own memory. */
 static bool evict_parked(uint64_t idx, uint8_t st, const char *src, bool alone)
 {
-	pte_t e = P.pt[idx];
+	pte_t e = pte_at(idx);
 	pagesum_t sum = pagesum_of(src);
 
 	if (pte_state(e) == PTE_CLEAN) {
-		bool same = pagesum_eq(sum, P.sum[idx]);
+		bool same = pagesum_eq(sum, sum_at(idx));
 
 		if (same && !fills_gap(e)) {
 			drop_clean(idx, st & WRITTEN);
@@ -592,10 +592,10 @@ static bool evict_parked(uint64_t idx, uint8_t st, const char *src, bool alone)
 			STAT_ADD(P.c.stats, pages_written_clean, 1);
 		replica_drop(idx);
 		if (P.c.keep_frames) {
-			P.pt[idx] = pte_set_state(e, PTE_DIRTY) | PTE_KEEP;
+			pte_put(idx, pte_set_state(e, PTE_DIRTY) | PTE_KEEP);
 		} else {
 			pager_release_frame(pte_node(e), pte_pfn(e));
-			P.pt[idx] = pte_set_state(e, PTE_DIRTY);
+			pte_put(idx, pte_set_state(e, PTE_DIRTY));
 		}
 	} else if (unchanged_keep(idx, sum)) {
 		return true;
@@ -617,7 +617,7 @@ static void unpark(uint64_t idx, char *src)
 		err = uffd_copy(P.c.uffd, page_addr(idx), src, PAGE_SIZE, 0, NULL);
 	if (err)
 		pager_die("cannot put back a page that could not be evicted", (uintptr_t)page_addr(idx), err);
-	P.pt[idx] = pte_set_state(P.pt[idx], PTE_DIRTY);
+	pte_put(idx, pte_set_state(pte_at(idx), PTE_DIRTY));
 	keep_resident(idx);
 }
 
@@ -671,7 +671,7 @@ static uint32_t evict_victims(const uint64_t *v, uint32_t n)
 static uint32_t evict_batch(void)
 {
 	uint64_t v[MAX_BATCH];
-	uint32_t n = evict_pick(P.ev, P.pt, P.c.evict_batch, v);
+	uint32_t n = evict_pick(P.ev, &P.tab, P.c.evict_batch, v);
 
 	return n ? evict_victims(v, n) : 0;
 }
@@ -692,7 +692,7 @@ void reclaim_range(uint64_t lo, uint64_t hi)
 	uint32_t n = 0;
 
 	for (uint64_t i = lo; i < hi && may_evict(); i++) {
-		if (pte_resident(P.pt[i]) && !(P.pt[i] & PTE_LOCKED))
+		if (pte_resident(pte_at(i)) && !(pte_at(i) & PTE_LOCKED))
 			v[n++] = i;
 		if (n == MAX_BATCH || (n && i + 1 == hi)) {
 			evict_victims(v, n);

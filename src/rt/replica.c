@@ -202,7 +202,7 @@ static void retire_slot(unsigned n0, uint32_t pfn, uint64_t idx, const uint64_t 
 		come_home(idx, src);
 		return;
 	}
-	P.pt[idx] = pte_make(P.pt[idx], PTE_REMOTE, loc_node(l[0]), loc_pfn(l[0]));
+	pte_put(idx, pte_make(pte_at(idx), PTE_REMOTE, loc_node(l[0]), loc_pfn(l[0])));
 	for (unsigned k = 0; k < extra; k++)
 		copies(idx)[k] = k + 1 < n ? l[k + 1] : 0;
 	if (n < P.c.replicas)
@@ -261,7 +261,7 @@ static bool read_copy(uint64_t i, char *dst)
 		uint64_t a = __atomic_load_n(&copies(i)[k], __ATOMIC_RELAXED);
 
 		if ((a & LOC_VALID) && !client_read(P.c.client, loc_node(a), loc_pfn(a), 1, dst) &&
-		    pagesum_eq(pagesum_of(dst), P.sum[i]))
+		    pagesum_eq(pagesum_of(dst), sum_at(i)))
 			return true;
 	}
 	return false;
@@ -272,10 +272,10 @@ static bool read_copy(uint64_t i, char *dst)
  * may have run without the pager lock), else an extra one. */
 static bool read_other(unsigned bad, uint64_t i, char *dst)
 {
-	pte_t e = __atomic_load_n(&P.pt[i], __ATOMIC_RELAXED);
+	pte_t e = pte_at(i);
 
 	if ((pte_state(e) == PTE_REMOTE || pte_state(e) == PTE_CLEAN) && pte_node(e) != bad &&
-	    !client_read(P.c.client, pte_node(e), pte_pfn(e), 1, dst) && pagesum_eq(pagesum_of(dst), P.sum[i]))
+	    !client_read(P.c.client, pte_node(e), pte_pfn(e), 1, dst) && pagesum_eq(pagesum_of(dst), sum_at(i)))
 		return true;
 	return read_copy(i, dst);
 }
@@ -352,7 +352,7 @@ void replica_forget(unsigned d, bool failed)
 
 static bool holds(uint64_t i, unsigned t)
 {
-	if (pte_node(P.pt[i]) == t)
+	if (pte_node(pte_at(i)) == t)
 		return true;
 	for (unsigned k = 0; k < extra; k++)
 		if ((copies(i)[k] & LOC_VALID) && loc_node(copies(i)[k]) == t)
@@ -380,7 +380,7 @@ static bool new_frame(uint64_t i, uint64_t unusable, unsigned *t_out, uint32_t *
  * memnode with room, none of its copies readable, or a write failed). */
 static bool repair_page(uint64_t i, uint64_t unusable, unsigned *made)
 {
-	pte_t e = P.pt[i];
+	pte_t e = pte_at(i);
 	uint64_t *c = copies(i);
 	unsigned have = 1, free_k = extra, t;
 	uint32_t pfn;
@@ -398,7 +398,7 @@ static bool repair_page(uint64_t i, uint64_t unusable, unsigned *made)
 	if (!new_frame(i, unusable, &t, &pfn))
 		return false; /* read nothing: no memnode can take it now */
 	if (((client_read(P.c.client, pte_node(e), pte_pfn(e), 1, repair_buf) ||
-	      !pagesum_eq(pagesum_of(repair_buf), P.sum[i])) && !read_copy(i, repair_buf)) ||
+	      !pagesum_eq(pagesum_of(repair_buf), sum_at(i))) && !read_copy(i, repair_buf)) ||
 	    client_write(P.c.client, t, pfn, 1, repair_buf)) {
 		pager_release_frame(t, pfn);
 		return false; /* a memnode is failing: membership forgets it, a later pass tries again */
@@ -425,7 +425,7 @@ static bool move_copy(uint64_t i, unsigned d, uint64_t l, uint64_t *to)
 	if (!new_frame(i, 1ull << d, &t, &pfn))
 		return false;
 	if (((client_read(P.c.client, loc_node(l), loc_pfn(l), 1, repair_buf) ||
-	      !pagesum_eq(pagesum_of(repair_buf), P.sum[i])) && !read_copy(i, repair_buf)) ||
+	      !pagesum_eq(pagesum_of(repair_buf), sum_at(i))) && !read_copy(i, repair_buf)) ||
 	    client_write(P.c.client, t, pfn, 1, repair_buf)) {
 		pager_release_frame(t, pfn);
 		return false;
@@ -443,7 +443,7 @@ static bool in_range(uint64_t l, unsigned d, uint32_t lo, uint64_t hi)
 
 bool replica_unref(uint64_t i, unsigned d, bool failed, uint32_t lo, uint64_t hi)
 {
-	pte_t e = P.pt[i];
+	pte_t e = pte_at(i);
 	uint64_t *c, keep[EXTRA_MAX] = { 0 }, to;
 	unsigned n = 0;
 	bool did = false, dropped = false;
@@ -468,13 +468,13 @@ bool replica_unref(uint64_t i, unsigned d, bool failed, uint32_t lo, uint64_t hi
 	if (in_range(loc(pte_node(e), pte_pfn(e)), d, lo, hi)) {
 		if (!failed && move_copy(i, d, loc(d, pte_pfn(e)), &to)) {
 			pager_release_frame(d, pte_pfn(e));
-			P.pt[i] = pte_make(e, pte_state(e), loc_node(to), loc_pfn(to));
+			pte_put(i, pte_make(e, pte_state(e), loc_node(to), loc_pfn(to)));
 			did = true;
 		} else if (n) {
 			/* an extra copy takes the first one's place */
 			if (!failed)
 				pager_release_frame(d, pte_pfn(e));
-			P.pt[i] = pte_make(e, pte_state(e), loc_node(keep[0]), loc_pfn(keep[0]));
+			pte_put(i, pte_make(e, pte_state(e), loc_node(keep[0]), loc_pfn(keep[0])));
 			memmove(keep, keep + 1, (EXTRA_MAX - 1) * sizeof(keep[0]));
 			keep[EXTRA_MAX - 1] = 0;
 			if (failed) /* served from another copy from now on */
