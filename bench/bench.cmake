@@ -3,7 +3,7 @@ file(GLOB BENCH_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/bench/*_bench.c)
 foreach(src ${BENCH_SOURCES})
   get_filename_component(name ${src} NAME_WE)
   add_executable(${name} ${src})
-  target_link_libraries(${name} PRIVATE comexcore)
+  target_link_libraries(${name} PRIVATE comexclient comexcore)
 endforeach()
 
 # The fault-path floor (userfaultfd round trips, no comex code involved).

@@ -143,7 +143,7 @@ def configs_for(levels, variants):
         [c for v in VARIANTS if v in variants for c in VARIANT_CONFIGS[v]]
 
 
-# Per-fault latency classes: (label, ns counter, count counter), from src/rt/stats.h.
+# Per-fault latency classes: (label, ns counter, count counter), from src/stats.h.
 FAULT_CLASSES = [
     ("zero fill", "ns_zero", "faults_zero"),
     ("write-buffer hit", "ns_wbuf_hit", "faults_wbuf_hit"),

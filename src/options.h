@@ -22,6 +22,9 @@ enum opt_id {
 
 #define OPT_STR_MAX 512
 #define OPT_AUTO UINT64_MAX /* numeric value of an OPT_UINT_AUTO set to 'auto' */
+/* Option memnode names at most this many: the client's, the pager's and the
+ * counters' per-memnode tables are sized by it (more are refused). */
+#define OPT_MEMNODE_MAX 16
 
 struct options {
 	struct opt_value {

@@ -11,7 +11,8 @@
 #define PROTO_VERSION 4u        /* 2: DRAIN, DRAINING, EVICT, DONE (planned departure); 3: free_frames in
                                  * WELCOME, CHUNK, NACK and FREED (placement); 4: SHRINK (elastic pool) */
 #define PROTO_HDR_LEN 16u
-#define PROTO_FRAME_SIZE 4096u   /* bytes in a frame, the unit of every PFN and count */
+#define PROTO_FRAME_SIZE ((uint64_t)4096) /* bytes in a frame, the unit of every PFN and count; 64-bit, so that
+                                          * pfn * PROTO_FRAME_SIZE and masks never truncate */
 #define PROTO_MAX_MSG 8192u       /* below UCX's eager limits on every transport */
 #define PROTO_MAX_TOKEN 256u
 #define PROTO_MAX_RKEY 4096u

@@ -17,7 +17,7 @@
 #include "client.h"
 #include "log.h"
 #include "options.h"
-#include "check.h"
+#include "testing.h"
 #include "transport.h"
 
 struct memnode_proc { pid_t pid; char addr[64]; char log[256]; };

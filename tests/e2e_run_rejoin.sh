@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# e2e_run_rejoin: a memnode that comes back (restarted on its port after a drain or a SIGKILL), was down when the program started, or is added to the config file while a program runs is connected to and used for new pages; the program's output equals the native run and no page is lost.
+# e2e_run_rejoin: a memnode that comes back (restarted on its port after a drain or a SIGKILL), was down when the program started, or is added to the config file while a program runs is connected to and used for new pages; a program whose only memnode comes up after it started waits for it (connect-timeout), or is refused with a message when none does; the program's output equals the native run and no page is lost.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 . "$src/tests/progs/memnodes.sh"
-echo "e2e_run_rejoin: restart after drain and after SIGKILL, memnode down at start, memnode added to the config file"
+echo "e2e_run_rejoin: restart after drain and after SIGKILL, memnode down at start, memnode added to the config file, the only memnode late"
 
 # 1. Two memnodes. a is drained and restarted on its port: the program
 # reconnects. Then b is drained: with a back, b's pages go to a, not home.
@@ -86,5 +86,40 @@ if want down; then
     fi
   }
   for v in pid_h2; do [ -n "${!v:-}" ] && { kill -KILL "${!v}"; wait "${!v}"; } 2>/dev/null; done
+fi
+# 4. The only memnode is not up yet when the program starts (systemd starts
+# both at boot). With none coming up, the program is refused once
+# connect-timeout has passed, saying so. With the memnode coming up while
+# the runtime waits, the program runs to the native output on it.
+if want late; then
+  mn_start l && { kill -KILL "$pid_l"; wait "$pid_l" 2>/dev/null; true; } && {
+    native late "$gate" 64 / || fail late "native run failed"
+    rc=0
+    timeout -k 10 "$hang_guard" "$bin" run --local-mem 16M --memnode "127.0.0.1:$port_l" --token-file "$dir/token" \
+      --connect-timeout 2s -- "$gate" 64 / >"$dir/never.comex" 2>"$dir/never.err" || rc=$?
+    if [ $rc -eq 0 ] || [ $rc -eq 124 ] || grep -q filled "$dir/never.comex"; then
+      fail never "exit status $rc with no memnode ever up: $(tail -n 2 "$dir/never.err")"
+    elif ! grep -q "none of the 1 memnodes could be reached within connect-timeout" "$dir/never.err"; then
+      fail never "no message saying the memnode could not be reached: $(grep comex "$dir/never.err" | tail -n 2)"
+    else
+      echo "ok: never: refused after connect-timeout: $(grep 'could be reached' "$dir/never.err")"
+    fi
+    timeout -k 10 "$hang_guard" "$bin" run --local-mem 16M --memnode "127.0.0.1:$port_l" --token-file "$dir/token" \
+      --connect-timeout "${hang_guard}s" --log-level 2 --stats-json "$dir/late.json" -- "$gate" 64 / \
+      >"$dir/late.comex" 2>"$dir/late.err" &
+    run_pid=$!; pids+=("$run_pid")
+    if ! wait_log "$dir/late.err" "can be reached yet"; then
+      fail late "the runtime did not say it waits for the memnode: $(tail -n 3 "$dir/late.err")"
+    elif grep -q filled "$dir/late.comex"; then
+      fail late "the program ran before any memnode was up"
+    elif mn_start l2 --listen "127.0.0.1:$port_l" && finished late; then
+      if [ "$(stats_get late faults_remote)" -le 0 ]; then
+        fail late "no remote faults: the program did not use the memnode that came up"
+      else
+        echo "ok: late: waited for the memnode, then ran on it ($(stats_get late faults_remote) remote faults), output identical"
+      fi
+    fi
+  }
+  for v in pid_l2; do [ -n "${!v:-}" ] && { kill -KILL "${!v}"; wait "${!v}"; } 2>/dev/null; done
 fi
 finish

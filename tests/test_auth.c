@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "auth.h"
-#include "check.h"
+#include "testing.h"
 
 static char dir[200];
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "check.h"
+#include "testing.h"
 
 #define NORDERS (BUDDY_MAX_ORDER + 1)
 #define NOWNERS 5u /* owners are 1..NOWNERS */

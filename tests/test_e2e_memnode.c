@@ -274,7 +274,7 @@ static void test_rejoin_old_writes(void)
 }
 
 /* A memnode that is down when the client starts: the client starts on the
- * others and takes it in once it is up; with none up it fails. */
+ * others and takes it in once it is up; with none up it fails (connect-timeout 0). */
 static void test_start_with_one_down(void)
 {
 	struct memnode_proc up, down;
@@ -287,7 +287,8 @@ static void test_start_with_one_down(void)
 	memnode_start(&down, (const char *[]){ "--pool", "64M", "--token-file", token, NULL });
 	kill(down.pid, SIGKILL); /* its port is free now: nobody listens there */
 	CHECK(waitpid(down.pid, &st, 0) == down.pid);
-	CHECK(client_for((const char *[]){ "--memnode", down.addr, "--token-file", token, NULL }, &c) < 0);
+	CHECK(client_for((const char *[]){ "--memnode", down.addr, "--token-file", token, "--connect-timeout", "0",
+				NULL }, &c) < 0); /* none up, and no wait for one (e2e_run_rejoin late waits) */
 	snprintf(list, sizeof(list), "%s,%s", up.addr, down.addr);
 	CHECK(client_for((const char *[]){ "--memnode", list, "--token-file", token, NULL }, &c) == 0);
 	client_poll(c, &h);

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "pagecrypt.h"
-#include "check.h"
+#include "testing.h"
 
 static uint8_t plain[PAGECRYPT_PAGE], sealed[PAGECRYPT_PAGE], older[PAGECRYPT_PAGE], page[PAGECRYPT_PAGE];
 

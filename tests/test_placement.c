@@ -5,7 +5,7 @@
 #include <time.h>
 
 #include "placement.h"
-#include "check.h"
+#include "testing.h"
 
 #define N 8
 #define DRAWS 80000

@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "testing.h"
 
 #define MIB (1ull << 20)
 #define FRAMES(bytes) ((uint32_t)((bytes) / 4096))

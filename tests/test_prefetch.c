@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "prefetch.h"
-#include "check.h"
+#include "testing.h"
 
 #define MAXSEQ 40
 #define NONE (-1)

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "stats.h"
-#include "check.h"
+#include "testing.h"
 
 static void test_buckets(void)
 {

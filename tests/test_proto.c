@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "testing.h"
 
 static uint8_t token[PROTO_MAX_TOKEN], rkey[PROTO_MAX_RKEY + 1];
 static char text[PROTO_MAX_TEXT + 1];

@@ -10,7 +10,7 @@
 #include "ranges.h"
 #include "rbuf.h"
 #include "wbuf.h"
-#include "check.h"
+#include "testing.h"
 
 /* Random alloc/take/claim/free/release and the span lookups against a byte map: no overlap, frees coalesce back to one extent. */
 static void test_ranges(void)

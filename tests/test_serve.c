@@ -9,7 +9,7 @@
 #include "log.h"
 #include "proto.h"
 #include "serve.h"
-#include "check.h"
+#include "testing.h"
 
 #define ORDERS (BUDDY_MAX_ORDER + 1)
 #define POOL 4101u /* four order-10 blocks, then orders 2 and 0 */

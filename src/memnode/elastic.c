@@ -13,6 +13,7 @@
 
 #include "log.h"
 #include "pool.h"
+#include "proto.h"
 #include "serve.h"
 #include "sysmem.h"
 
@@ -114,7 +115,7 @@ static void give_back(struct elastic *e, uint64_t want, uint64_t avail, uint64_t
 
 	while (want > (uint64_t)n * BLOCK_BYTES && n < MAX_STEP && e->ngiven < e->cap &&
 	       !serve_host_take(e->s, &pfn)) {
-		uint8_t *at = e->base + (uint64_t)pfn * 4096;
+		uint8_t *at = e->base + (uint64_t)pfn * PROTO_FRAME_SIZE;
 
 		if (e->lock)
 			munlock(at, BLOCK_BYTES);
@@ -137,7 +138,7 @@ static void give_back(struct elastic *e, uint64_t want, uint64_t avail, uint64_t
 static void take_back(struct elastic *e, uint64_t avail)
 {
 	uint32_t pfn = e->given[e->ngiven - 1];
-	uint8_t *at = e->base + (uint64_t)pfn * 4096;
+	uint8_t *at = e->base + (uint64_t)pfn * PROTO_FRAME_SIZE;
 
 	if (madvise(at, BLOCK_BYTES, MADV_POPULATE_WRITE) && errno != EINVAL) {
 		pool_discard(at, BLOCK_BYTES); /* tried again next tick */

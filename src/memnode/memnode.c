@@ -29,7 +29,6 @@
 #include "transport.h"
 #include "wakeup.h"
 
-#define FRAME_SIZE 4096ull
 /* A client that was told to go (bad token, BYE) gets this long to read the
  * reply and hang up before we force the connection closed. */
 #define CLOSE_GRACE_NS 1000000000ull
@@ -524,7 +523,7 @@ int memnode_main(const struct options *o)
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct tp_listen_info li;
 	struct serve_config sc;
-	uint64_t bytes = opt_num(o, OPT_POOL) & ~(FRAME_SIZE - 1), max = opt_num(o, OPT_POOL_MAX);
+	uint64_t bytes = opt_num(o, OPT_POOL) & ~(PROTO_FRAME_SIZE - 1), max = opt_num(o, OPT_POOL_MAX);
 	struct pool *pool;
 	struct http_metrics *metrics = NULL;
 	uint64_t spin = opt_num(o, OPT_IDLE_SPIN);
@@ -536,7 +535,7 @@ int memnode_main(const struct options *o)
 		log_error("option data-path: '%s' is neither 'validated' nor 'rma'", opt_str(o, OPT_DATA_PATH));
 		return -EINVAL;
 	}
-	if (bytes < FRAME_SIZE || bytes / FRAME_SIZE > UINT32_MAX) {
+	if (bytes < PROTO_FRAME_SIZE || bytes / PROTO_FRAME_SIZE > UINT32_MAX) {
 		log_error("option pool: %llu bytes is outside 4 KiB .. 16 TiB", (unsigned long long)opt_num(o, OPT_POOL));
 		return -EINVAL;
 	}
@@ -548,7 +547,7 @@ int memnode_main(const struct options *o)
 	} else {
 		max = bytes;
 	}
-	if (max / FRAME_SIZE > UINT32_MAX) {
+	if (max / PROTO_FRAME_SIZE > UINT32_MAX) {
 		log_error("option pool-max: %llu bytes is above 16 TiB", (unsigned long long)opt_num(o, OPT_POOL_MAX));
 		return -EINVAL;
 	}
@@ -578,7 +577,7 @@ int memnode_main(const struct options *o)
 	if (err)
 		goto cleanup_tp;
 	sc = (struct serve_config){
-		.pool_frames = bytes / FRAME_SIZE, .max_frames = max / FRAME_SIZE,
+		.pool_frames = bytes / PROTO_FRAME_SIZE, .max_frames = max / PROTO_FRAME_SIZE,
 		.grow = max > bytes ? pool_grow : NULL, .grow_ahead = max > bytes ? pool_grow_ahead : NULL,
 		.grow_arg = pool,
 		.nid = opt_num(o, OPT_NID) ? opt_num(o, OPT_NID) : derive_nid(li.port),

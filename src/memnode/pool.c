@@ -23,9 +23,9 @@
 
 #include "clock.h"
 #include "log.h"
+#include "proto.h"
 #include "sysmem.h"
 
-#define FRAME_SIZE 4096ull
 #define HUGE_SIZE (2ull << 20)
 /* A growing pool commits memory in whole order-10 blocks, at least GROW_MIN
  * at a time or a quarter of what it has, and leaves 1/32 of the memory we
@@ -176,7 +176,7 @@ void pool_grow_ahead(void *pool, uint32_t frames, uint32_t free_frames)
 	if (!p->has_grower || pthread_mutex_trylock(&p->mu))
 		return; /* the grower holds it only briefly; the next ALLOC asks again */
 	if (!p->busy && !p->want && !p->ahead && p->committed < p->max &&
-	    (uint64_t)free_frames * FRAME_SIZE < next_step(p) && now_ns() >= p->retry_at) {
+	    (uint64_t)free_frames * PROTO_FRAME_SIZE < next_step(p) && now_ns() >= p->retry_at) {
 		p->want = true;
 		pthread_cond_broadcast(&p->cond);
 	}
@@ -186,11 +186,11 @@ void pool_grow_ahead(void *pool, uint32_t frames, uint32_t free_frames)
 int pool_grow(void *pool, uint32_t frames, uint32_t need, uint32_t *frames_out)
 {
 	struct pool *p = pool;
-	uint64_t need_bytes = ((uint64_t)need * FRAME_SIZE + GROW_ALIGN - 1) & ~(GROW_ALIGN - 1);
+	uint64_t need_bytes = ((uint64_t)need * PROTO_FRAME_SIZE + GROW_ALIGN - 1) & ~(GROW_ALIGN - 1);
 	uint64_t step, avail = 0, had;
 	int err = 0;
 
-	(void)frames; /* == committed / FRAME_SIZE */
+	(void)frames; /* == committed / PROTO_FRAME_SIZE */
 	pthread_mutex_lock(&p->mu);
 	while (p->busy || p->want) /* the step under way comes sooner than a second one */
 		pthread_cond_wait(&p->cond, &p->mu);
@@ -210,7 +210,7 @@ int pool_grow(void *pool, uint32_t frames, uint32_t need, uint32_t *frames_out)
 	else if (!err)
 		err = -ENOMEM;
 	if (!err)
-		*frames_out = (uint32_t)(p->committed / FRAME_SIZE);
+		*frames_out = (uint32_t)(p->committed / PROTO_FRAME_SIZE);
 	pthread_mutex_unlock(&p->mu);
 	return err;
 }

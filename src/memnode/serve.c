@@ -474,7 +474,7 @@ void serve_drain(struct serve *s)
 
 static int on_drain(struct req *q)
 {
-	uint64_t frames;
+	uint64_t frames = 0; /* set: drain_start has begun the drain */
 	int left;
 
 	drain_start(q->s, q->c->id);
@@ -517,8 +517,6 @@ int serve_evict(struct serve *s, uint32_t conn, uint32_t timeout_ms, void *buf, 
 	return proto_encode(&m, buf, cap, len_out);
 }
 
-#define FRAME_SIZE 4096u
-
 /* READ and WRITE may only touch frames the client holds. */
 static int check_rw(struct req *q)
 {
@@ -541,8 +539,8 @@ static int check_rw(struct req *q)
 
 static void set_bulk(struct req *q, bool incoming)
 {
-	q->bulk->addr = q->s->cfg.pool + (size_t)q->m->u.rw.pfn * FRAME_SIZE;
-	q->bulk->len = (size_t)q->m->u.rw.count * FRAME_SIZE;
+	q->bulk->addr = q->s->cfg.pool + (size_t)q->m->u.rw.pfn * PROTO_FRAME_SIZE;
+	q->bulk->len = (size_t)q->m->u.rw.count * PROTO_FRAME_SIZE;
 	q->bulk->incoming = incoming;
 	q->r->u.done.count = q->m->u.rw.count;
 }
@@ -564,7 +562,7 @@ static int on_write(struct req *q)
 {
 	if (check_rw(q))
 		return 0;
-	if (q->bulk_len != (size_t)q->m->u.rw.count * FRAME_SIZE) {
+	if (q->bulk_len != (size_t)q->m->u.rw.count * PROTO_FRAME_SIZE) {
 		reject(q, -EBADMSG, "WRITE of %u frames carrying %zu bytes", q->m->u.rw.count, q->bulk_len);
 		return 0;
 	}

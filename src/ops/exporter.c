@@ -13,6 +13,7 @@
 #include "http_metrics.h"
 #include "log.h"
 #include "programs.h"
+#include "proto.h"
 
 #define EXPORTER_LISTEN "127.0.0.1:9730"
 
@@ -96,10 +97,10 @@ static void write_memnodes(FILE *f, const struct program *p)
 {
 	char l[256], node[96];
 
-	for (int i = 0; i < p->s.nodes && i < STATS_MAX_NODES; i++) {
+	for (int i = 0; i < p->s.nodes && i < OPT_MEMNODE_MAX; i++) {
 		snprintf(node, sizeof(node), "memnode=\"%.63s\"", p->s.node_addr[i]);
 		labels(p, node, l, sizeof(l));
-		prom_sample(f, "comex_program_remote_bytes", l, p->s.frames_held[i] * 4096.0);
+		prom_sample(f, "comex_program_remote_bytes", l, p->s.frames_held[i] * (double)PROTO_FRAME_SIZE);
 	}
 }
 

@@ -1,5 +1,5 @@
 /* programs: the programs running under comex on this host, found through
- * their counters /dev/shm/comex-stats.PID (rt/stats.h); the files of dead
+ * their counters /dev/shm/comex-stats.PID (src/stats.h); the files of dead
  * processes (a program killed by SIGKILL leaves its file) are skipped. */
 #ifndef COMEX_OPS_PROGRAMS_H
 #define COMEX_OPS_PROGRAMS_H

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "ops_time.h"
 #include "programs.h"
+#include "proto.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -75,10 +76,10 @@ static void print_memnodes(const struct stats *s)
 {
 	int shown = 0;
 
-	for (int i = 0; i < s->nodes && i < STATS_MAX_NODES; i++)
+	for (int i = 0; i < s->nodes && i < OPT_MEMNODE_MAX; i++)
 		if (s->frames_held[i])
 			printf("%s%s(%.0fM)", shown++ ? "," : " ", s->node_addr[i],
-			       s->frames_held[i] * 4096.0 / MIB);
+			       s->frames_held[i] * (double)PROTO_FRAME_SIZE / MIB);
 	if (!shown)
 		printf(" -");
 }
@@ -89,12 +90,12 @@ static void print_row(const struct program *cur, const struct program *prev, dou
 
 	if (!prev)
 		dt = 1; /* shown as totals since start (no earlier sample) */
-	for (int i = 0; i < STATS_MAX_NODES; i++)
+	for (int i = 0; i < OPT_MEMNODE_MAX; i++)
 		remote += cur->s.frames_held[i];
 	printf("%7d %-15.15s", cur->pid, cur->comm);
 	print_mib((double)cur->s.local_mem_bytes);
 	print_mib((double)cur->s.resident_bytes);
-	print_mib(remote * 4096.0);
+	print_mib(remote * (double)PROTO_FRAME_SIZE);
 	printf(" %8.0f %8.0f %8.0f %8.0f %8.0f", RATE(faults_zero), RATE(faults_wbuf_hit),
 	       RATE(faults_rbuf_hit), RATE(faults_remote), RATE(faults_wp));
 	print_latency(cur, prev);

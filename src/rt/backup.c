@@ -20,7 +20,7 @@
 #include "rtmem.h"
 #include "wbuf.h"
 
-#define JOBS (2 * MAX_NODES) /* a job per write buffer: at most two per memnode */
+#define JOBS (2 * OPT_MEMNODE_MAX) /* a job per write buffer: at most two per memnode */
 
 struct job {
 	const struct wbuf *wb;   /* NULL: free */

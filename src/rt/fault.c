@@ -18,6 +18,7 @@
 #include "forkchild.h"
 #include "log.h"
 #include "ranges.h"
+#include "rawsys.h"
 #include "wakeup.h"
 #include "pager_impl.h"
 #include "prefetch.h"
@@ -746,7 +747,7 @@ void pager_run(int cpu)
 			if (P.c.spin_yield)
 				sched_yield();
 			else
-				__builtin_ia32_pause();
+				cpu_relax();
 			continue;
 		}
 		wakeup_sleeping(now);

@@ -29,9 +29,10 @@
 
 static struct {
 	bool forgotten;   /* out of use and no page refers to it any more */
+	bool ever_up;     /* it has been in use: one never reached has nothing to forget */
 	uint64_t next;    /* no reconnection attempt before (ns) */
 	uint64_t delay;   /* current back-off */
-} node[MAX_NODES];
+} node[OPT_MEMNODE_MAX];
 
 static void rejoin(unsigned d, bool out, uint64_t now)
 {
@@ -39,11 +40,13 @@ static void rejoin(unsigned d, bool out, uint64_t now)
 
 	if (!out) {
 		node[d].forgotten = false;
+		node[d].ever_up = true;
 		node[d].delay = 0;
 		return;
 	}
 	if (!node[d].forgotten) {
-		migrate_forget(d);
+		if (node[d].ever_up) /* else nothing of ours is there, and "out of use" would mislead */
+			migrate_forget(d);
 		node[d].forgotten = true;
 	}
 	if (now < node[d].next)
@@ -57,6 +60,7 @@ static void rejoin(unsigned d, bool out, uint64_t now)
 		P.full_until = 0; /* room again, perhaps */
 		pager_unlock();
 		node[d].forgotten = false;
+		node[d].ever_up = true;
 		node[d].delay = 0;
 		STAT_ADD(P.c.stats, memnodes_rejoined, 1);
 		return;
@@ -73,7 +77,7 @@ static void grow_tables(void)
 	unsigned n = client_nodes(P.c.client);
 
 	pager_lock("rejoining memnodes");
-	while (P.nnodes < n && P.nnodes < MAX_NODES) {
+	while (P.nnodes < n && P.nnodes < OPT_MEMNODE_MAX) {
 		if (reclaim_add_node(P.nnodes)) {
 			log_error("no memory for a write buffer: memnode %u stays unused", P.nnodes);
 			break;
@@ -93,12 +97,15 @@ static void add_from_config(const char *path)
 	if (options_read_file(&o, path) || strcmp(o.v[OPT_MEMNODE].origin, path))
 		return; /* unreadable (logged), or the file names no memnodes */
 	for (unsigned i = 0; !opt_list_item(&o, OPT_MEMNODE, i, addr, sizeof(addr)); i++) {
-		if (client_add_node(P.c.client, addr, &id))
-			continue; /* known already, or too many (logged below) */
-		if (id >= MAX_NODES) {
-			log_error("memnode %s from %s: the pager uses at most %d memnodes", addr, path, MAX_NODES);
+		int err = client_add_node(P.c.client, addr, &id);
+
+		if (err == -E2BIG)
+			log_error("memnode %s from %s: comex uses at most %d memnodes; not added", addr, path,
+				  OPT_MEMNODE_MAX);
+		else if (err && err != -EEXIST) /* EEXIST: known already */
+			log_error("memnode %s from %s: not added: %s", addr, path, strerror(-err));
+		if (err)
 			continue;
-		}
 		snprintf(P.c.stats->node_addr[id], sizeof(P.c.stats->node_addr[id]), "%.63s", addr);
 		log_info("memnode %s added (config file %s); connecting", addr, path);
 	}

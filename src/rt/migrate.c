@@ -218,14 +218,6 @@ static uint64_t clear_slice(uint64_t lo, uint64_t hi, unsigned d, bool failed)
 	return found;
 }
 
-static void yield_to_faults(void)
-{
-	pager_unlock();
-	while (__atomic_load_n(&P.fault_waiters, __ATOMIC_ACQUIRE))
-		sched_yield();
-	pager_lock("moving pages off a memnode");
-}
-
 /* One pass over the used parts of the heap and the mmap area. */
 static uint64_t pass(unsigned d, bool failed)
 {
@@ -238,7 +230,7 @@ static uint64_t pass(unsigned d, bool failed)
 			uint64_t hi = area ? P.map_hi : P.heap_hi;
 
 			found += clear_slice(i, i + slice < hi ? i + slice : hi, d, failed);
-			yield_to_faults();
+			pager_yield_to_faults("moving pages off a memnode");
 		}
 	}
 	return found;

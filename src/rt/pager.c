@@ -46,6 +46,7 @@
 #include "rbuf.h"
 #include "replica.h"
 #include "rtmem.h"
+#include "uapi.h"
 #include "uffd.h"
 #include "wbuf.h"
 
@@ -140,9 +141,7 @@ static int start(const struct pager_config *cfg)
 						   : rbuf_create(cfg->rbuf_pages, cfg->prefetch, &P.rb)) ||
 	    (err = evict_create(2 * cfg->budget_pages + 4096, cfg->clock, &P.ev)))
 		return err;
-	P.nnodes = client_nodes(cfg->client);
-	if (P.nnodes > MAX_NODES)
-		P.nnodes = MAX_NODES;
+	P.nnodes = client_nodes(cfg->client); /* at most OPT_MEMNODE_MAX: the client refuses more */
 	for (unsigned n = 0; n < P.nnodes; n++)
 		if ((err = reclaim_add_node(n)))
 			return err;
@@ -506,7 +505,7 @@ static void move_prot(uint64_t from, uint64_t on, uint64_t to, uint64_t n)
 			for (uint64_t k = to + i; k < to + j; k++)
 				pte_put(k, pte_at(k) | PTE_LOCKED);
 			prot_count_locked((int64_t)(j - i));
-			syscall(SYS_mlock2, page_addr(to + i), (j - i) << PAGE_SHIFT, 1 /* MLOCK_ONFAULT */);
+			syscall(SYS_mlock2, page_addr(to + i), (j - i) << PAGE_SHIFT, MLOCK_ONFAULT);
 		}
 		i = j;
 	}

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/syscall.h>
@@ -19,7 +20,6 @@
 #include "stats.h"
 #include "transport.h"
 
-#define MAX_NODES STATS_MAX_NODES
 #define MAX_BATCH 256 /* pages one eviction batch handles (PAGEMAP_MAX_PAGES) */
 
 struct pager {
@@ -30,18 +30,18 @@ struct pager {
 				       * it has a frame); tab.top is NULL until pager_init */
 	struct ranges *ranges;        /* the mmap area: [heap_pages, npages) */
 	struct rbuf *rb;
-	struct wbuf *wb[MAX_NODES];     /* per node: the write buffer filling */
-	struct wbuf *wb_out[MAX_NODES]; /* and the one whose write is in flight (NULL: one buffer) */
-	struct tp_op wb_op[MAX_NODES];  /* that write */
-	bool wb_busy[MAX_NODES];        /* a write is in flight */
+	struct wbuf *wb[OPT_MEMNODE_MAX];     /* per node: the write buffer filling */
+	struct wbuf *wb_out[OPT_MEMNODE_MAX]; /* and the one whose write is in flight (NULL: one buffer) */
+	struct tp_op wb_op[OPT_MEMNODE_MAX];  /* that write */
+	bool wb_busy[OPT_MEMNODE_MAX];        /* a write is in flight */
 	struct evict *ev;
 	struct prefetch *pf;
 	unsigned nnodes, preferred;
 	unsigned cur;                 /* placement's node for the frames being handed out */
 	uint32_t cur_left;            /* frames until placement chooses again */
 	uint64_t rng;                 /* placement's random state (p2c, weighted) */
-	struct { uint32_t pfn, left; } cursor[MAX_NODES];
-	uint16_t epoch[MAX_NODES];    /* bumped when a node's frames are forgotten (it failed): (node, pfn)
+	struct { uint32_t pfn, left; } cursor[OPT_MEMNODE_MAX];
+	uint16_t epoch[OPT_MEMNODE_MAX];    /* bumped when a node's frames are forgotten (it failed): (node, pfn)
 				       * pairs held aside from before are void, a new session may reuse them */
 	uint64_t resident, heap_hi, map_hi;
 	uint64_t budget;              /* resident pages allowed now: c.budget_pages, or less following
@@ -117,6 +117,16 @@ static inline void pager_unlock(void)
 {
 	__atomic_store_n(&P.held_since, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&P.lock);
+}
+
+/* A long job holding the lock (moving pages off a memnode, re-replicating)
+ * lets waiting fault handlers in, then takes the lock again. */
+static inline void pager_yield_to_faults(const char *why)
+{
+	pager_unlock();
+	while (__atomic_load_n(&P.fault_waiters, __ATOMIC_ACQUIRE))
+		sched_yield();
+	pager_lock(why);
 }
 
 static inline void pager_cond_wait(pthread_cond_t *c, const char *why)

@@ -11,6 +11,7 @@
 #define LEAF_PAGES  (1ull << PAGETAB_LEAF_SHIFT)
 #define BLOCK_PAGES (1ull << (PAGETAB_LEAF_SHIFT + PAGETAB_BLOCK_SHIFT))
 #define BLOCK_LEAVES (1u << PAGETAB_BLOCK_SHIFT)
+#define SUMMARY_SLOTS 4096u /* slots one summary word covers: 64 map words of 64 */
 
 static uint64_t ntop(uint64_t npages) { return (npages + BLOCK_PAGES - 1) / BLOCK_PAGES; }
 
@@ -45,7 +46,7 @@ static bool slot_free(const struct pagetab_slab *s, uint32_t n) { return s->free
 static void clear_free(struct pagetab_slab *s, uint32_t n)
 {
 	if (!(s->free[n / 64] &= ~(1ull << (n % 64))))
-		s->summary[n / 4096] &= ~(1ull << (n / 64 % 64));
+		s->summary[n / SUMMARY_SLOTS] &= ~(1ull << (n / 64 % 64));
 	s->nfree--;
 }
 
@@ -70,9 +71,9 @@ static void slab_put(struct pagetab_slab *s, uint32_t n)
 {
 	memset(s->base + (size_t)n * s->size, 0, s->size);
 	s->free[n / 64] |= 1ull << (n % 64);
-	s->summary[n / 4096] |= 1ull << (n / 64 % 64);
-	if (n / 4096 < s->low)
-		s->low = n / 4096;
+	s->summary[n / SUMMARY_SLOTS] |= 1ull << (n / 64 % 64);
+	if (n / SUMMARY_SLOTS < s->low)
+		s->low = n / SUMMARY_SLOTS;
 	s->nfree++;
 }
 

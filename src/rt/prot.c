@@ -30,13 +30,6 @@
 #include "ranges.h"
 #include "uapi.h"
 
-#ifndef MCL_ONFAULT
-#define MCL_ONFAULT 4
-#endif
-#ifndef MLOCK_ONFAULT
-#define MLOCK_ONFAULT 1
-#endif
-
 /* The part of [addr, addr+len) inside the region, as page indices. */
 static bool pages_of(const void *addr, size_t len, uint64_t *lo, uint64_t *hi)
 {

@@ -1,8 +1,9 @@
-/* rawsys: the kernel's system call without the C library. The runtime
- * interposes syscall() (interpose_fd.c), so the code behind it, and the
- * registry of the runtime's descriptors it calls, must not call back into
- * it. raw6 returns the kernel's value (-errno on failure); sys_ret turns it
- * into the C library's convention. */
+/* rawsys: what the runtime needs of the machine below the C library: the
+ * kernel's system call, and the CPU's spin-wait hint. The runtime interposes
+ * syscall() (interpose_fd.c), so the code behind it, and the registry of
+ * the runtime's descriptors it calls, must not call back into it. raw6
+ * returns the kernel's value (-errno on failure); sys_ret turns it into the
+ * C library's convention. */
 #ifndef COMEX_RT_RAWSYS_H
 #define COMEX_RT_RAWSYS_H
 
@@ -25,6 +26,18 @@ static inline long raw6(long n, long a, long b, long c, long d, long e, long f)
 	return x0;
 #else
 #error "rawsys: no raw system calls for this architecture"
+#endif
+}
+
+/* One step of a spin-wait: lets the sibling hyperthread run and saves power. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield" ::: "memory");
+#else
+	__asm__ volatile("" ::: "memory");
 #endif
 }
 

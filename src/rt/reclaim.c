@@ -50,7 +50,7 @@
  * the preferred one; p2c, weighted: from the room the memnodes' replies said). */
 static unsigned place_run(void)
 {
-	uint64_t room[MAX_NODES];
+	uint64_t room[OPT_MEMNODE_MAX];
 
 	if (P.c.placement == PLACEMENT_HASH)
 		return P.preferred;

@@ -34,9 +34,9 @@
 
 static unsigned extra;       /* replicas - 1 */
 static uint64_t *tab;        /* extra words per page of the region */
-static struct { uint32_t pfn, left; } cur[MAX_NODES][MAX_NODES]; /* [primary][target] */
-static struct sec_op { struct tp_op op; unsigned node; uint32_t slot, count, k; } ops[MAX_NODES][OPS];
-static unsigned nops[MAX_NODES];
+static struct { uint32_t pfn, left; } cur[OPT_MEMNODE_MAX][OPT_MEMNODE_MAX]; /* [primary][target] */
+static struct sec_op { struct tp_op op; unsigned node; uint32_t slot, count, k; } ops[OPT_MEMNODE_MAX][OPS];
+static unsigned nops[OPT_MEMNODE_MAX];
 static bool degraded;        /* some page may have fewer copies than replicas (atomic) */
 static char *repair_buf;     /* one page on its way to a new copy */
 
@@ -489,14 +489,6 @@ bool replica_unref(uint64_t i, unsigned d, bool failed, uint32_t lo, uint64_t hi
 	return did;
 }
 
-static void yield_to_faults(void)
-{
-	pager_unlock();
-	while (__atomic_load_n(&P.fault_waiters, __ATOMIC_ACQUIRE))
-		sched_yield();
-	pager_lock("re-replicating pages");
-}
-
 void replica_repair(uint64_t unusable)
 {
 	static uint64_t not_before;
@@ -513,7 +505,7 @@ void replica_repair(uint64_t unusable)
 			lacking |= !repair_page(i, unusable, &m);
 			made += m;
 			if ((i & 4095) == 4095 || (m && made % REPAIR_BATCH == 0))
-				yield_to_faults();
+				pager_yield_to_faults("re-replicating pages");
 		}
 	}
 	pager_unlock();

@@ -422,7 +422,7 @@ static void note_nodes(struct comex_client *cl)
 	char addr[256];
 
 	stats->nodes = (int)client_nodes(cl);
-	for (unsigned i = 0; i < client_nodes(cl) && i < STATS_MAX_NODES; i++)
+	for (unsigned i = 0; i < client_nodes(cl) && i < OPT_MEMNODE_MAX; i++)
 		if (!opt_list_item(&opts, OPT_MEMNODE, i, addr, sizeof(addr)))
 			snprintf(stats->node_addr[i], sizeof(stats->node_addr[i]), "%.63s", addr);
 }

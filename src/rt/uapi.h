@@ -58,4 +58,11 @@ struct procmap_query {
 #define PROCMAP_QUERY _IOWR('f', 17, struct procmap_query)
 #endif
 
+#ifndef MCL_ONFAULT /* Linux 4.4, mlockall: lock pages as they fault in */
+#define MCL_ONFAULT 4
+#endif
+#ifndef MLOCK_ONFAULT /* Linux 4.4, mlock2 */
+#define MLOCK_ONFAULT 1
+#endif
+
 #endif

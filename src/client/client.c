@@ -26,8 +26,6 @@
 #include "proto.h"
 #include "transport.h"
 
-#define FRAME_SIZE 4096ull
-#define MAX_NODES 64
 #define MAX_PENDING 32          /* >= any credit grant we honour */
 #define EXHAUSTED_BACKOFF_NS 100000000ull /* after NACK(pool empty): not asked again for 100 ms */
 #define EWMA_WEIGHT 0.125       /* same smoothing as TCP's SRTT */
@@ -86,12 +84,13 @@ struct comex_client {
 	struct tp *tp;
 	uint64_t client_id, seq;
 	uint64_t spin_ns, timeout_ns;
+	uint64_t connect_timeout_ns;  /* option connect-timeout */
 	uint32_t threshold;
 	bool auto_threshold;          /* derive T per node from Eq. (1) */
 	unsigned order;
 	uint32_t release_batch;
 	unsigned nnodes;
-	struct node node[MAX_NODES];
+	struct node node[OPT_MEMNODE_MAX];
 	struct auth_token token;
 	struct pagecrypt *crypt;      /* option encrypt: pages leave sealed */
 	uint8_t *bounce;              /* encrypt: PROTO_MAX_RW_FRAMES sealed pages on their way out */
@@ -226,7 +225,7 @@ static void data_landed(void *arg, int status)
 static void handle_transfer(struct node *n, const struct proto_msg *m, const struct pending *p,
 			    struct tp_bulk *bulk)
 {
-	size_t moved = (size_t)m->u.done.count * FRAME_SIZE;
+	size_t moved = (size_t)m->u.done.count * PROTO_FRAME_SIZE;
 	bool ok = p->op && moved == p->len &&
 		  ((m->type == PROTO_DATA && p->type == PROTO_READ && bulk && bulk->len == p->len) ||
 		   (m->type == PROTO_WRITTEN && p->type == PROTO_WRITE && !bulk));
@@ -259,7 +258,7 @@ static void handle_reply(struct node *n, const struct proto_msg *m, const struct
 		memcpy(n->rkey, m->u.welcome.rkey, m->u.welcome.rkey_len);
 		n->rkey_len = m->u.welcome.rkey_len;
 		n->direct = pool_file.fd >= 0 && !strcmp(pool_file.addr, n->addr) &&
-			    n->pool_frames * FRAME_SIZE <= pool_file.bytes;
+			    n->pool_frames * PROTO_FRAME_SIZE <= pool_file.bytes;
 		if (n->direct)
 			log_info("memnode %s: pages move through its pool file, by copies of our own", n->addr);
 		n->welcomed = true;
@@ -616,7 +615,7 @@ static int seal(struct node *n, uint32_t pfn, uint32_t count, const uint8_t *src
 	unsigned idx = (unsigned)(n - c->node);
 
 	for (uint32_t i = 0; i < count; i++)
-		if (pagecrypt_seal(c->crypt, idx, pfn + i, src + (size_t)i * FRAME_SIZE, c->bounce + (size_t)i * FRAME_SIZE,
+		if (pagecrypt_seal(c->crypt, idx, pfn + i, src + (size_t)i * PROTO_FRAME_SIZE, c->bounce + (size_t)i * PROTO_FRAME_SIZE,
 				   &n->meta[pfn + i]))
 			return -EIO;
 	return 0;
@@ -630,7 +629,7 @@ static int unseal(struct node *n, uint32_t pfn, uint32_t count, uint8_t *dst)
 	unsigned idx = (unsigned)(n - c->node);
 
 	for (uint32_t i = 0; i < count; i++) {
-		if (!pagecrypt_open(c->crypt, idx, pfn + i, dst + (size_t)i * FRAME_SIZE, &n->meta[pfn + i]))
+		if (!pagecrypt_open(c->crypt, idx, pfn + i, dst + (size_t)i * PROTO_FRAME_SIZE, &n->meta[pfn + i]))
 			continue;
 		log_error("memnode %s: frame %u came back altered, or is not the copy we wrote (authentication failed)",
 			  n->addr, pfn + i);
@@ -671,8 +670,8 @@ static int transfer_finish(struct node *n, enum tp_rma_kind kind, struct tp_op *
  * of a memfd is the pool's memory itself). 0 or -errno (logged). */
 static int pool_file_copy(enum tp_rma_kind kind, void *local, uint32_t count, uint32_t pfn)
 {
-	size_t len = (size_t)count * FRAME_SIZE;
-	off_t off = (off_t)pfn * (off_t)FRAME_SIZE;
+	size_t len = (size_t)count * PROTO_FRAME_SIZE;
+	off_t off = (off_t)pfn * (off_t)PROTO_FRAME_SIZE;
 	ssize_t r = kind == TP_GET ? pread(pool_file.fd, local, len, off) : pwrite(pool_file.fd, local, len, off);
 
 	if (r == (ssize_t)len)
@@ -735,11 +734,11 @@ static int transfer_start(struct node *n, enum tp_rma_kind kind, uint32_t pfn, u
 		op->done = true;
 		op->status = pool_file_copy(kind, local, count, pfn);
 	} else if (n->rkey_len) {
-		err = tp_rma(n->ep, kind, local, count * FRAME_SIZE, n->base + pfn * FRAME_SIZE, op);
+		err = tp_rma(n->ep, kind, local, count * PROTO_FRAME_SIZE, n->base + pfn * PROTO_FRAME_SIZE, op);
 	} else {
 		m.u.rw.pfn = pfn;
 		m.u.rw.count = count;
-		err = send_with_credit_bulk(n, &m, kind == TP_PUT ? local : NULL, count * FRAME_SIZE, op, local);
+		err = send_with_credit_bulk(n, &m, kind == TP_PUT ? local : NULL, count * PROTO_FRAME_SIZE, op, local);
 	}
 	if (err && err != -EPERM && err != -ERANGE)
 		node_fail(n, err);
@@ -973,7 +972,7 @@ int client_add_node(struct comex_client *c, const char *addr, unsigned *node_out
 	for (unsigned i = 0; i < c->nnodes && !err; i++)
 		if (!strcmp(c->node[i].addr, addr))
 			err = -EEXIST;
-	if (!err && c->nnodes == MAX_NODES)
+	if (!err && c->nnodes == OPT_MEMNODE_MAX)
 		err = -E2BIG;
 	if (!err && strlen(addr) >= sizeof(c->node[0].addr))
 		err = -ENAMETOOLONG;
@@ -1065,6 +1064,7 @@ static int configure(struct comex_client *c, const struct options *o)
 	c->client_id = make_client_id();
 	c->spin_ns = opt_num(o, OPT_CLIENT_SPIN);
 	c->timeout_ns = opt_num(o, OPT_OP_TIMEOUT);
+	c->connect_timeout_ns = opt_num(o, OPT_CONNECT_TIMEOUT);
 	c->auto_threshold = opt_num(o, OPT_REPLENISH_THRESHOLD) == OPT_AUTO;
 	c->threshold = c->auto_threshold ? 0 : (uint32_t)opt_num(o, OPT_REPLENISH_THRESHOLD);
 	c->order = opt_num(o, OPT_REPLENISH_ORDER);
@@ -1078,7 +1078,7 @@ static int configure(struct comex_client *c, const struct options *o)
 		return -EINVAL;
 	}
 	if (opt_num(o, OPT_ENCRYPT)) {
-		c->bounce = mmap(NULL, (size_t)PROTO_MAX_RW_FRAMES * FRAME_SIZE, PROT_READ | PROT_WRITE,
+		c->bounce = mmap(NULL, (size_t)PROTO_MAX_RW_FRAMES * PROTO_FRAME_SIZE, PROT_READ | PROT_WRITE,
 				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (c->bounce == MAP_FAILED) {
 			c->bounce = NULL;
@@ -1097,7 +1097,7 @@ static void client_free(struct comex_client *c)
 		if (c->node[i].meta)
 			munmap(c->node[i].meta, c->node[i].meta_len);
 	if (c->bounce)
-		munmap(c->bounce, (size_t)PROTO_MAX_RW_FRAMES * FRAME_SIZE);
+		munmap(c->bounce, (size_t)PROTO_MAX_RW_FRAMES * PROTO_FRAME_SIZE);
 	pagecrypt_destroy(c->crypt);
 	explicit_bzero(&c->token, sizeof(c->token));
 	free(c);
@@ -1118,21 +1118,11 @@ static bool join_settled(void *arg)
 	return n->welcomed || n->reply_err || n->join_err;
 }
 
-/* The first session, as a rejoin's but waited for. A memnode that cannot be
- * reached is kept out of use (the membership thread brings it in later). */
-static int connect_node(struct comex_client *c, const char *addr)
+/* A session with node n, started and waited for (as a rejoin's, but here). */
+static int join_wait(struct comex_client *c, struct node *n)
 {
-	struct node *n = &c->node[c->nnodes];
-	int err;
+	int err = join_start(n);
 
-	if (c->nnodes == MAX_NODES) {
-		log_error("option memnode: more than %d memnodes", MAX_NODES);
-		return -E2BIG;
-	}
-	snprintf(n->addr, sizeof(n->addr), "%s", addr);
-	n->c = c;
-	c->nnodes++;
-	err = join_start(n);
 	while (err == -EINPROGRESS) {
 		int w = tp_run(c->tp, join_settled, n, c->spin_ns, c->timeout_ns);
 
@@ -1144,15 +1134,96 @@ static int connect_node(struct comex_client *c, const char *addr)
 		n->joining = false;
 		n->fail_err = err;
 	}
-	if (err && unreachable(err)) {
-		log_warn("memnode %s: cannot reach it (%s); it is tried again in the background",
-			 addr, strerror(-err));
+	return err;
+}
+
+static void handshake_failed(const struct node *n, int err)
+{
+	log_error("memnode %s: handshake failed: %s%s", n->addr, strerror(-err),
+		  err == -EACCES ? " (does our token-file hold the memnode's token?)" : "");
+}
+
+/* The first session. A memnode that cannot be reached is kept out of use
+ * (fail_err set; client_connect decides what to do about it). */
+static int connect_node(struct comex_client *c, const char *addr)
+{
+	struct node *n = &c->node[c->nnodes];
+	int err;
+
+	if (c->nnodes == OPT_MEMNODE_MAX) {
+		log_error("option memnode: more than %d memnodes", OPT_MEMNODE_MAX);
+		return -E2BIG;
+	}
+	snprintf(n->addr, sizeof(n->addr), "%s", addr);
+	n->c = c;
+	c->nnodes++;
+	err = join_wait(c, n);
+	if (err && !unreachable(err))
+		handshake_failed(n, err);
+	return err && unreachable(err) ? 0 : err;
+}
+
+static bool any_reached(const struct comex_client *c)
+{
+	for (unsigned i = 0; i < c->nnodes; i++)
+		if (!c->node[i].fail_err)
+			return true;
+	return false;
+}
+
+/* None of the memnodes could be reached: each is tried again once a second
+ * until one answers or connect-timeout has passed. A memnode that answers
+ * but refuses us ends the wait with its error. */
+#define CONNECT_RETRY_NS 1000000000ull
+
+static int wait_for_one(struct comex_client *c)
+{
+	uint64_t until = now_ns() + c->connect_timeout_ns;
+
+	log_warn("none of the %u memnodes can be reached yet (%s: %s); trying them for up to %llu s",
+		 c->nnodes, c->node[0].addr, strerror(-c->node[0].fail_err),
+		 (unsigned long long)(c->connect_timeout_ns / 1000000000));
+	while (now_ns() < until) {
+		uint64_t left = until - now_ns(), nap = left < CONNECT_RETRY_NS ? left : CONNECT_RETRY_NS;
+		struct timespec ts = { .tv_sec = (time_t)(nap / 1000000000), .tv_nsec = (long)(nap % 1000000000) };
+
+		nanosleep(&ts, NULL);
+		for (unsigned i = 0; i < c->nnodes; i++) {
+			int err = join_wait(c, &c->node[i]);
+
+			if (!err) {
+				log_info("memnode %s connected", c->node[i].addr);
+				return 0;
+			}
+			if (!unreachable(err)) {
+				handshake_failed(&c->node[i], err);
+				return err;
+			}
+		}
+	}
+	return -EHOSTUNREACH;
+}
+
+/* After the first round: memnodes that cannot be reached are said, and
+ * tried again in the background while another serves; with none reached,
+ * waited for. */
+static int settle_unreached(struct comex_client *c)
+{
+	int err;
+
+	if (any_reached(c)) {
+		for (unsigned i = 0; i < c->nnodes; i++)
+			if (c->node[i].fail_err)
+				log_warn("memnode %s: cannot reach it (%s); it is tried again in the background",
+					 c->node[i].addr, strerror(-c->node[i].fail_err));
 		return 0;
 	}
-	if (err)
-		log_error("memnode %s: handshake failed: %s%s", addr, strerror(-err),
-			  err == -EACCES ? " (does our token-file hold the memnode's token?)" : "");
-	return err;
+	if (c->connect_timeout_ns && (err = wait_for_one(c)) != -EHOSTUNREACH)
+		return err;
+	log_error("option memnode: none of the %u memnodes could be reached%s (%s: %s)", c->nnodes,
+		  c->connect_timeout_ns ? " within connect-timeout" : "", c->node[0].addr,
+		  strerror(-c->node[0].fail_err));
+	return -EHOSTUNREACH;
 }
 
 int client_connect(const struct options *o, struct comex_client **out)
@@ -1181,14 +1252,8 @@ int client_connect(const struct options *o, struct comex_client **out)
 		err = -EINVAL;
 		goto cleanup_tp;
 	}
-	err = -EHOSTUNREACH;
-	for (unsigned i = 0; i < c->nnodes; i++)
-		if (!c->node[i].fail_err)
-			err = 0;
-	if (err) {
-		log_error("option memnode: none of the %u memnodes can be reached", c->nnodes);
+	if ((err = settle_unreached(c)))
 		goto cleanup_tp;
-	}
 	*out = c;
 	return 0;
 

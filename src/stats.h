@@ -8,7 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STATS_MAX_NODES 16
+#include "options.h" /* OPT_MEMNODE_MAX: the per-memnode counters */
+
 #define STATS_HIST_BUCKETS 32
 
 /* Every counter, in JSON order: name (also the JSON key), unit. */
@@ -36,8 +37,8 @@ struct stats {
 #define X(name) uint64_t name;
 	STATS_COUNTERS(X)
 #undef X
-	uint64_t frames_held[STATS_MAX_NODES]; /* frames our evicted pages occupy on each memnode */
-	char node_addr[STATS_MAX_NODES][64];
+	uint64_t frames_held[OPT_MEMNODE_MAX]; /* frames our evicted pages occupy on each memnode */
+	char node_addr[OPT_MEMNODE_MAX][64];
 	/* Remote-fault latency (fault to mapped page, ns): bucket i counts
 	 * latencies in [2^i, 2^(i+1)) ns, bucket 0 also 0 and 1 ns, the last
 	 * everything from 2^(STATS_HIST_BUCKETS-1) ns (2.1 s) up. */
