@@ -7,8 +7,8 @@
 
 /* MemTotal in bytes (0 if /proc/meminfo is unreadable). */
 uint64_t sysmem_total(void);
-/* The memory limit of our cgroup (v1 memory controller or v2); UINT64_MAX
- * when there is none. */
+/* The memory limit that binds us: our cgroup's or an ancestor's, the
+ * smallest (memcg: v1 memory controller or v2); UINT64_MAX when none. */
 uint64_t sysmem_cgroup_limit(void);
 /* Bytes that can still be made resident without reclaiming what others
  * use: MemAvailable, or less when the cgroup limit leaves less. */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_cgroup: comex run --local-mem auto, outside a memory cgroup, runs a program inside it: the runtime follows the cgroup's room, past what the fixed 64 MiB headroom would give, and gives memory back to a polite hog that joins the cgroup later; the program ends with the native output and nothing in the cgroup is OOM-killed.
+# e2e_run_cgroup: comex run --local-mem auto, outside a memory cgroup, runs a program inside it: the runtime follows the cgroup's room, past what the fixed 64 MiB headroom would give, and gives memory back to a polite hog that joins the cgroup later; the program ends with the native output and nothing in the cgroup is OOM-killed; in an unlimited child of a limited cgroup, local-mem auto comes from the ancestor's limit (one cgroup reader for the launcher, the runtime and the memnode).
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 . "$src/tests/progs/memnodes.sh"
 . "$src/tests/progs/memcg.sh"
@@ -47,4 +47,29 @@ hog_stop
 ooms=$(memcg_ooms)
 [ "$ooms" = 0 ] || fail oom "$ooms OOM kills in the cgroup"
 grep -E '^comex: (error|warning)' "$dir/follow.err" | head -n 3
+
+# The limit set only on an ancestor: comex run and its program run in a
+# child cgroup with no limit of its own. With cgroup-follow off, local-mem auto is that
+# ancestor's limit less headroom (64 MiB), found by the same reader the
+# runtime follows (before, the launcher read only the program's own cgroup
+# and took all of RAM less headroom)
+child=$cg/child
+if mkdir "$child" 2>/dev/null; then
+  native ancestor "$gate" 32 / || fail ancestor "native run failed"
+  if ! timeout -k 10 "$hang_guard" sh -c 'echo $$ >"$0/cgroup.procs" && shift && exec "$@"' "$child" x \
+      "$bin" run --local-mem auto --cgroup-follow=false --stats-json "$dir/ancestor.json" -- "$gate" 32 / \
+      >"$dir/ancestor.comex" 2>"$dir/ancestor.err"; then
+    fail ancestor "exit status $? under comex run: $(grep -E '^comex: (error|warning)' "$dir/ancestor.err" | head -n 2)"
+  elif ! cmp -s "$dir/ancestor.native" "$dir/ancestor.comex"; then
+    fail ancestor "output differs from the native run"
+  else
+    lm=$(( $(stats_get ancestor local_mem_bytes) >> 20 ))
+    if [ "$lm" -gt $((limit_mib - 64)) ]; then
+      fail ancestor "local-mem auto is $lm MiB in a child of a $limit_mib MiB cgroup (expected at most $((limit_mib - 64)) MiB)"
+    else
+      echo "ok: ancestor: local-mem auto $lm MiB in an unlimited child of the $limit_mib MiB cgroup"
+    fi
+  fi
+  rmdir "$child" 2>/dev/null
+fi
 finish

@@ -1,5 +1,6 @@
-/* memcg: /proc/self/cgroup names the program's cgroup; its directory and
- * each ancestor's are tried, and the one with the smallest limit is kept. */
+/* memcg: /proc/self/cgroup names our cgroup; its directory and each
+ * ancestor's are tried, and the one with the smallest limit binds. The one
+ * reader of the memory cgroup (the runtime, the launcher, the memnode). */
 #include "memcg.h"
 
 #include <errno.h>
@@ -158,9 +159,11 @@ static int own_cgroup(char *rel, size_t cap)
 	return found ? 0 : -ENOENT;
 }
 
-int memcg_open(uint64_t *limit_out)
+/* The binding cgroup's directory (into d) and its limit; -ENOENT when no
+ * cgroup on the way up has one. Opens nothing that stays open. */
+static int find_binding(char *d, size_t cap, uint64_t *limit_out)
 {
-	char rel[PATH_MAX], d[PATH_MAX + 32];
+	char rel[PATH_MAX], at[PATH_MAX + 32];
 	uint64_t best = NO_LIMIT;
 	int err = own_cgroup(rel, sizeof(rel));
 
@@ -169,11 +172,11 @@ int memcg_open(uint64_t *limit_out)
 	for (;;) {
 		uint64_t lim;
 
-		snprintf(d, sizeof(d), "%s%s", v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory", rel);
-		lim = limit_of(d);
+		snprintf(at, sizeof(at), "%s%s", v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory", rel);
+		lim = limit_of(at);
 		if (lim < best) {
 			best = lim;
-			snprintf(dir, sizeof(dir), "%s", d);
+			snprintf(d, cap, "%s", at);
 		}
 		char *slash = strrchr(rel, '/');
 		if (!slash || !rel[1])
@@ -182,9 +185,32 @@ int memcg_open(uint64_t *limit_out)
 	}
 	if (best >= NO_LIMIT)
 		return -ENOENT;
-	if ((err = open_files(dir)))
-		return err;
 	*limit_out = best;
+	return 0;
+}
+
+int memcg_open(uint64_t *limit_out)
+{
+	uint64_t lim;
+	int err = find_binding(dir, sizeof(dir), &lim);
+
+	if (err || (err = open_files(dir)))
+		return err;
+	*limit_out = lim;
+	return 0;
+}
+
+int memcg_usage(uint64_t *limit_out, uint64_t *usage_out)
+{
+	char d[PATH_MAX + 32], buf[64];
+	uint64_t lim;
+	size_t len;
+	int err = find_binding(d, sizeof(d), &lim);
+
+	if (err || (err = read_file(d, v2 ? "memory.current" : "memory.usage_in_bytes", buf, sizeof(buf), &len)))
+		return err;
+	*limit_out = lim;
+	*usage_out = strtoull(buf, NULL, 10);
 	return 0;
 }
 

@@ -1,10 +1,11 @@
-/* memcg: the room left in the memory cgroup the program runs in, so that
- * with local-mem auto the budget follows it (docs/PAGER.md P38) instead of
- * a headroom fixed at start. The cgroup read is the one whose limit binds:
+/* memcg: the memory cgroup whose limit binds us, and the room left in it, so
+ * that with local-mem auto the budget follows it (docs/PAGER.md P38) instead
+ * of a headroom fixed at start; the launcher and the memnode size themselves
+ * by it too. The cgroup read is the one whose limit binds:
  * the program's own or an ancestor's (v1 memory controller or v2). Plain
  * system calls and stack buffers only: it is read from the fault path. */
-#ifndef COMEX_RT_MEMCG_H
-#define COMEX_RT_MEMCG_H
+#ifndef COMEX_MEMCG_H
+#define COMEX_MEMCG_H
 
 #include <stdint.h>
 
@@ -12,9 +13,12 @@
  * runtime, inside the program's cgroup, then follows it. */
 #define MEMCG_AUTO_ENV "COMEX_LOCAL_MEM_AUTO"
 
-/* Finds the binding cgroup; its limit in bytes. -ENOENT when the program
- * runs under no memory limit. */
+/* Finds the binding cgroup and keeps its files open for memcg_room; its
+ * limit in bytes. -ENOENT when the program runs under no memory limit. */
 int memcg_open(uint64_t *limit_out);
+/* The binding cgroup's limit and usage now, in bytes, opening nothing that
+ * stays open (for the launcher and the memnode); -ENOENT when no limit. */
+int memcg_usage(uint64_t *limit_out, uint64_t *usage_out);
 /* Bytes the cgroup can still charge without an OOM kill: its limit minus
  * its usage, plus the page cache the kernel would reclaim first (file pages
  * neither mapped, dirty nor under writeback). Negative when over. When the
