@@ -92,9 +92,29 @@ static int parse_bool(const char *text, uint64_t *out)
 	return -EINVAL;
 }
 
-static int parse_value(enum opt_type type, const char *text, uint64_t *out)
+/* The position of text among the values unit lists ("a|b|c"). */
+static int parse_choice(const char *unit, const char *text, uint64_t *out)
 {
-	switch (type) {
+	size_t n = strlen(text);
+	uint64_t k = 0;
+
+	for (const char *p = unit; *p; k++) {
+		size_t len = strcspn(p, "|");
+
+		if (len == n && !strncmp(p, text, n)) {
+			*out = k;
+			return 0;
+		}
+		p += len + !!p[len];
+	}
+	return -EINVAL;
+}
+
+static int parse_value(const struct opt_def *d, const char *text, uint64_t *out)
+{
+	switch (d->type) {
+	case OPT_CHOICE:
+		return parse_choice(d->unit, text, out);
 	case OPT_STR:
 	case OPT_LIST:
 		*out = 0;
@@ -119,7 +139,7 @@ static const char *const type_hint[] = {
 	[OPT_UINT_AUTO] = "a whole number or 'auto'",
 	[OPT_SIZE] = "a size such as 4096, 64K, 512M or 4G",
 	[OPT_BOOL] = "true or false", [OPT_DURATION] = "a duration such as 50us, 5ms or 2s",
-	[OPT_LIST] = "a comma-separated list",
+	[OPT_LIST] = "a comma-separated list", [OPT_CHOICE] = "one of ",
 };
 
 static int set_index(struct options *o, int i, const char *value, const char *origin)
@@ -133,9 +153,10 @@ static int set_index(struct options *o, int i, const char *value, const char *or
 		log_error("option %s (from %s): value longer than %d bytes", defs[i].name, origin, OPT_STR_MAX - 1);
 		return -EINVAL;
 	}
-	err = parse_value(defs[i].type, value, &num);
+	err = parse_value(&defs[i], value, &num);
 	if (err) {
-		log_error("option %s (from %s): '%s' is not %s", defs[i].name, origin, value, type_hint[defs[i].type]);
+		log_error("option %s (from %s): '%s' is not %s%s", defs[i].name, origin, value, type_hint[defs[i].type],
+			  defs[i].type == OPT_CHOICE ? defs[i].unit : "");
 		return -EINVAL;
 	}
 	/* A list given again on the command line or in a file appends; a list

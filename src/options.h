@@ -8,7 +8,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum opt_type { OPT_STR, OPT_UINT, OPT_UINT_AUTO, OPT_SIZE, OPT_BOOL, OPT_DURATION, OPT_LIST };
+/* OPT_CHOICE: one of the values its unit lists ("a|b|c"); opt_num is the
+ * value's position in that list, which the enum of the module that reads it
+ * follows (evict.h, prefetch.h, placement.h, wakeup.h, pager.h). */
+enum opt_type { OPT_STR, OPT_UINT, OPT_UINT_AUTO, OPT_SIZE, OPT_BOOL, OPT_DURATION, OPT_LIST, OPT_CHOICE };
 /* SC_BASIC marks the few options a command's short --help shows first; the
  * rest are listed by --help all. */
 enum opt_scope { SC_MEMNODE = 1, SC_CLIENT = 2, SC_RUN = 4, SC_ALL = 7, SC_BASIC = 8 };

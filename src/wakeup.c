@@ -47,24 +47,15 @@ static int slice(void)
 	return syscall(SYS_sched_setattr, 0, &a, 0) ? -errno : 0;
 }
 
-int wakeup_check(const char *mode)
-{
-	if (strcmp(mode, "normal") && strcmp(mode, "slice") && strcmp(mode, "fifo")) {
-		log_error("option sched: '%s' is none of normal, slice, fifo", mode);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-void wakeup_apply(const char *mode)
+void wakeup_apply(enum wakeup_mode mode)
 {
 	static int warned;
 	int err;
 
 	state = NOT_FIFO;
-	if (!strcmp(mode, "normal"))
+	if (mode == WAKEUP_NORMAL)
 		return;
-	if (!strcmp(mode, "fifo")) {
+	if (mode == WAKEUP_FIFO) {
 		if (!(err = set_class(true)) && !set_class(false)) { /* the privilege is there */
 			state = FIFO_OFF;
 			return;

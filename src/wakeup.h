@@ -9,10 +9,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* 0 when mode is a value of option sched ("normal", "slice" or "fifo");
- * else logged, naming the option, and -EINVAL. */
-int wakeup_check(const char *mode);
-/* Applies option sched (checked) to the calling thread. fifo: while the
+/* Option sched's values, in its order. */
+enum wakeup_mode { WAKEUP_NORMAL, WAKEUP_SLICE, WAKEUP_FIFO };
+
+/* Applies option sched to the calling thread. fifo: while the
  * thread's own wake-ups wait for a CPU (a CPU-bound neighbour, the
  * program's own threads on every core), it runs SCHED_FIFO at priority 1,
  * so that its wake-up preempts them, and does not busy-poll; otherwise it
@@ -20,7 +20,7 @@ int wakeup_check(const char *mode);
  * the privilege (CAP_SYS_NICE or RLIMIT_RTPRIO) fifo falls back to slice:
  * a 100 us EEVDF time slice (Linux 6.12+; before, normal), which lets a
  * woken thread preempt sooner. Logged once. */
-void wakeup_apply(const char *mode);
+void wakeup_apply(enum wakeup_mode mode);
 /* The calling thread is about to sleep, at now (ns): with fifo, its class
  * follows its own waits (a look every 10 ms, a system call when it changes). */
 void wakeup_sleeping(uint64_t now);

@@ -10,20 +10,6 @@
 #define N 8
 #define DRAWS 80000
 
-static void test_parse(void)
-{
-	enum placement_policy p = PLACEMENT_WEIGHTED;
-
-	CHECK(placement_parse("hash", &p) == 0 && p == PLACEMENT_HASH);
-	CHECK(placement_parse("p2c", &p) == 0 && p == PLACEMENT_P2C);
-	CHECK(placement_parse("weighted", &p) == 0 && p == PLACEMENT_WEIGHTED);
-	p = PLACEMENT_P2C;
-	CHECK(placement_parse("HASH", &p) == -EINVAL && p == PLACEMENT_P2C); /* output untouched */
-	CHECK(placement_parse("", &p) == -EINVAL);
-	CHECK(placement_parse("p2c ", &p) == -EINVAL);
-	CHECK(placement_parse("random", &p) == -EINVAL);
-}
-
 /* hash ignores room; one node is always node 0; rehash walks every node once. */
 static void test_hash(void)
 {
@@ -172,7 +158,6 @@ static void report_cost(void)
 
 int main(void)
 {
-	test_parse();
 	test_hash();
 	test_p2c();
 	test_weighted();

@@ -29,6 +29,8 @@
 #include "transport.h"
 #include "wakeup.h"
 
+enum data_path { DATA_PATH_VALIDATED, DATA_PATH_RMA }; /* option data-path, in its order */
+
 /* A client that was told to go (bad token, BYE) gets this long to read the
  * reply and hang up before we force the connection closed. */
 #define CLOSE_GRACE_NS 1000000000ull
@@ -527,14 +529,10 @@ int memnode_main(const struct options *o)
 	struct pool *pool;
 	struct http_metrics *metrics = NULL;
 	uint64_t spin = opt_num(o, OPT_IDLE_SPIN);
-	bool use_token, rma = !strcmp(opt_str(o, OPT_DATA_PATH), "rma");
+	bool use_token, rma = opt_num(o, OPT_DATA_PATH) == DATA_PATH_RMA;
 	int err, pfd;
 
 	log_set_prefix("comex-memnode");
-	if (!rma && strcmp(opt_str(o, OPT_DATA_PATH), "validated")) {
-		log_error("option data-path: '%s' is neither 'validated' nor 'rma'", opt_str(o, OPT_DATA_PATH));
-		return -EINVAL;
-	}
 	if (bytes < PROTO_FRAME_SIZE || bytes / PROTO_FRAME_SIZE > UINT32_MAX) {
 		log_error("option pool: %llu bytes is outside 4 KiB .. 16 TiB", (unsigned long long)opt_num(o, OPT_POOL));
 		return -EINVAL;
@@ -595,9 +593,7 @@ int memnode_main(const struct options *o)
 	if (*opt_str(o, OPT_METRICS_LISTEN) &&
 	    (err = memnode_metrics_start(opt_str(o, OPT_METRICS_LISTEN), m.serve, sc.nid, &metrics)))
 		goto cleanup_serve;
-	if ((err = wakeup_check(opt_str(o, OPT_SCHED))))
-		goto cleanup_metrics;
-	wakeup_apply(opt_str(o, OPT_SCHED));
+	wakeup_apply((enum wakeup_mode)opt_num(o, OPT_SCHED));
 	if (spin && !claim_spin_core()) {
 		log_info("every polling core is claimed by another memnode; sleeping between requests");
 		spin = 0;
@@ -616,7 +612,6 @@ int memnode_main(const struct options *o)
 	err = event_loop(&m, spin);
 	reap(&m, true);
 	log_info("stopped");
-cleanup_metrics:
 	memnode_metrics_stop(metrics);
 cleanup_serve:
 	elastic_destroy(m.elastic);

@@ -12,6 +12,9 @@
 
 #include "pagetab.h"
 
+/* Option evict-policy's values, in its order. */
+enum evict_policy { EVICT_CLOCK, EVICT_FIFO };
+
 struct evict;
 
 int evict_create(uint64_t capacity, bool clock, struct evict **out);

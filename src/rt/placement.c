@@ -6,19 +6,6 @@
 #include <string.h>
 #include <unistd.h>
 
-int placement_parse(const char *name, enum placement_policy *out)
-{
-	static const char *const names[] = { "hash", "p2c", "weighted" };
-
-	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (!strcmp(name, names[i])) {
-			*out = (enum placement_policy)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
 uint16_t placement_local_nid(void)
 {
 	char host[256] = "";

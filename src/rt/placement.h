@@ -9,10 +9,9 @@
 
 #include <stdint.h>
 
+/* Option placement's values, in its order. */
 enum placement_policy { PLACEMENT_HASH, PLACEMENT_P2C, PLACEMENT_WEIGHTED };
 
-/* "hash", "p2c" or "weighted"; -EINVAL for anything else. */
-int placement_parse(const char *name, enum placement_policy *out);
 /* The compute node's 16-bit id: a hash of its host name. */
 uint16_t placement_local_nid(void);
 /* Preferred node index among n for this process. */

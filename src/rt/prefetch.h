@@ -6,6 +6,9 @@
 
 #include <stdint.h>
 
+/* Option prefetch-policy's values, in its order. */
+enum prefetch_policy { PREFETCH_ADAPTIVE, PREFETCH_WINDOW };
+
 struct prefetch;
 
 /* Pages to fetch: idx, idx + stride, ... while within [lo, hi). stride 1 is

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "evict.h"
 #include "log.h"
 #include "memcg.h"
 #include "membership.h"
@@ -27,6 +28,7 @@
 #include "home.h"
 #include "pager.h"
 #include "placement.h"
+#include "prefetch.h"
 #include "pte.h"
 #include "stats.h"
 #include "tp_fork.h"
@@ -147,7 +149,7 @@ void rt_early(void)
 static void *handler_main(void *arg)
 {
 	rt_internal = 1;
-	wakeup_apply(opt_str(&opts, OPT_SCHED)); /* wakeup_check()ed in configure() */
+	wakeup_apply((enum wakeup_mode)opt_num(&opts, OPT_SCHED));
 	pager_run((int)(intptr_t)arg);
 	return NULL;
 }
@@ -319,12 +321,6 @@ static int budget(unsigned nodes, struct pager_config *pc)
 
 static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 {
-	const char *policy = opt_str(&opts, OPT_EVICT_POLICY);
-	const char *placement = opt_str(&opts, OPT_PLACEMENT);
-	enum placement_policy place;
-	const char *prefetch = opt_str(&opts, OPT_PREFETCH_POLICY);
-	const char *handlers = opt_str(&opts, OPT_FAULT_HANDLERS);
-	const char *sched = opt_str(&opts, OPT_SCHED);
 	const char *wedge = getenv("COMEX_TEST_WEDGE_AFTER");
 	const char *drop = getenv("COMEX_TEST_DROP_AFTER");
 
@@ -337,9 +333,9 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 		.flush_run = (uint32_t)opt_num(&opts, OPT_FLUSH_RUN),
 		.evict_batch = (uint32_t)opt_num(&opts, OPT_EVICT_BATCH),
 		.zero_window = (uint32_t)opt_num(&opts, OPT_ZERO_WINDOW),
-		.clock = !strcmp(policy, "clock"),
+		.clock = opt_num(&opts, OPT_EVICT_POLICY) == EVICT_CLOCK,
 		.prefetch_map = opt_num(&opts, OPT_PREFETCH_MAP),
-		.adaptive = !strcmp(prefetch, "adaptive"),
+		.adaptive = opt_num(&opts, OPT_PREFETCH_POLICY) == PREFETCH_ADAPTIVE,
 		.keep_frames = opt_num(&opts, OPT_KEEP_FRAMES),
 		.write_fill = opt_num(&opts, OPT_WRITE_FILL),
 		.write_behind = opt_num(&opts, OPT_WRITE_BEHIND),
@@ -351,29 +347,11 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 		.spin_yield = opt_num(&opts, OPT_HANDLER_YIELD),
 		.wedge_after = wedge ? strtoull(wedge, NULL, 10) : drop ? strtoull(drop, NULL, 10) : 0,
 		.wedge_drop = !wedge && drop,
+		.placement = (unsigned)opt_num(&opts, OPT_PLACEMENT),
 		.uffd = uffd, .client = cl, .stats = stats,
 	};
-	if (strcmp(prefetch, "adaptive") && strcmp(prefetch, "window")) {
-		log_error("option prefetch-policy: '%s' is neither adaptive nor window", prefetch);
-		return -EINVAL;
-	}
 	if ((!pc->adaptive || !pc->prefetch_map) && pc->prefetch > 64) {
 		log_error("option prefetch: %u pages; at most 64 without prefetch-policy adaptive", pc->prefetch);
-		return -EINVAL;
-	}
-	if (strcmp(handlers, "per-cpu") && strcmp(handlers, "one")) {
-		log_error("option fault-handlers: '%s' is neither per-cpu nor one", handlers);
-		return -EINVAL;
-	}
-	if (wakeup_check(sched))
-		return -EINVAL;
-	if (placement_parse(placement, &place)) {
-		log_error("option placement: '%s' is none of hash, p2c, weighted", placement);
-		return -EINVAL;
-	}
-	pc->placement = place;
-	if (strcmp(policy, "clock") && strcmp(policy, "fifo")) {
-		log_error("option evict-policy: '%s' is neither clock nor fifo", policy);
 		return -EINVAL;
 	}
 	if (!pc->evict_batch || pc->evict_batch > 256 || !pc->wbuf_pages || !pc->flush_run) {
@@ -400,15 +378,16 @@ static void start_thread(void *(*fn)(void *), void *arg, const char *name)
 	pthread_detach(t);
 }
 
+enum fault_handlers { FAULT_HANDLERS_PER_CPU, FAULT_HANDLERS_ONE }; /* option fault-handlers, in its order */
+
 /* fault-handlers per-cpu: one pinned handler per CPU the program may run
  * on (a thread that faults wakes the one on its own CPU); one: a single
  * unpinned handler that busy-polls handler-spin after each fault. */
 static void start_handlers(void)
 {
-	const char *mode = opt_str(&opts, OPT_FAULT_HANDLERS);
 	cpu_set_t set;
 
-	if (!strcmp(mode, "per-cpu") && !sched_getaffinity(0, sizeof(set), &set)) {
+	if (opt_num(&opts, OPT_FAULT_HANDLERS) == FAULT_HANDLERS_PER_CPU && !sched_getaffinity(0, sizeof(set), &set)) {
 		for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
 			if (CPU_ISSET(cpu, &set))
 				start_thread(handler_main, (void *)(intptr_t)cpu, "comex-fault");
