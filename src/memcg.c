@@ -207,10 +207,12 @@ int memcg_usage(uint64_t *limit_out, uint64_t *usage_out)
 	size_t len;
 	int err = find_binding(d, sizeof(d), &lim);
 
-	if (err || (err = read_file(d, v2 ? "memory.current" : "memory.usage_in_bytes", buf, sizeof(buf), &len)))
+	if (err || (usage_out && (err = read_file(d, v2 ? "memory.current" : "memory.usage_in_bytes", buf,
+						  sizeof(buf), &len))))
 		return err;
 	*limit_out = lim;
-	*usage_out = strtoull(buf, NULL, 10);
+	if (usage_out)
+		*usage_out = strtoull(buf, NULL, 10);
 	return 0;
 }
 

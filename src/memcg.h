@@ -16,8 +16,9 @@
 /* Finds the binding cgroup and keeps its files open for memcg_room; its
  * limit in bytes. -ENOENT when the program runs under no memory limit. */
 int memcg_open(uint64_t *limit_out);
-/* The binding cgroup's limit and usage now, in bytes, opening nothing that
- * stays open (for the launcher and the memnode); -ENOENT when no limit. */
+/* The binding cgroup's limit and usage now (usage_out may be NULL), in
+ * bytes, opening nothing that stays open (for the launcher and the
+ * memnode); -ENOENT when no limit. */
 int memcg_usage(uint64_t *limit_out, uint64_t *usage_out);
 /* Bytes the cgroup can still charge without an OOM kill: its limit minus
  * its usage, plus the page cache the kernel would reclaim first (file pages

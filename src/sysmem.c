@@ -9,9 +9,9 @@
 
 uint64_t sysmem_cgroup_limit(void)
 {
-	uint64_t lim, used;
+	uint64_t lim;
 
-	return memcg_usage(&lim, &used) ? UINT64_MAX : lim;
+	return memcg_usage(&lim, NULL) ? UINT64_MAX : lim;
 }
 
 static uint64_t meminfo(const char *key)

@@ -1183,8 +1183,8 @@ static int wait_for_one(struct comex_client *c)
 	log_warn("none of the %u memnodes can be reached yet (%s: %s); trying them for up to %llu s",
 		 c->nnodes, c->node[0].addr, strerror(-c->node[0].fail_err),
 		 (unsigned long long)(c->connect_timeout_ns / 1000000000));
-	while (now_ns() < until) {
-		uint64_t left = until - now_ns(), nap = left < CONNECT_RETRY_NS ? left : CONNECT_RETRY_NS;
+	for (uint64_t now; (now = now_ns()) < until;) {
+		uint64_t nap = until - now < CONNECT_RETRY_NS ? until - now : CONNECT_RETRY_NS;
 		struct timespec ts = { .tv_sec = (time_t)(nap / 1000000000), .tv_nsec = (long)(nap % 1000000000) };
 
 		nanosleep(&ts, NULL);
@@ -1204,26 +1204,26 @@ static int wait_for_one(struct comex_client *c)
 	return -EHOSTUNREACH;
 }
 
-/* After the first round: memnodes that cannot be reached are said, and
- * tried again in the background while another serves; with none reached,
- * waited for. */
+/* After the first round: with none reached, waited for; then the memnodes
+ * that cannot be reached are said, and tried again in the background while
+ * another serves. */
 static int settle_unreached(struct comex_client *c)
 {
-	int err;
+	if (!any_reached(c)) {
+		int err = c->connect_timeout_ns ? wait_for_one(c) : -EHOSTUNREACH;
 
-	if (any_reached(c)) {
-		for (unsigned i = 0; i < c->nnodes; i++)
-			if (c->node[i].fail_err)
-				log_warn("memnode %s: cannot reach it (%s); it is tried again in the background",
-					 c->node[i].addr, strerror(-c->node[i].fail_err));
-		return 0;
+		if (err == -EHOSTUNREACH)
+			log_error("option memnode: none of the %u memnodes could be reached%s (%s: %s)", c->nnodes,
+				  c->connect_timeout_ns ? " within connect-timeout" : "", c->node[0].addr,
+				  strerror(-c->node[0].fail_err));
+		if (err)
+			return err;
 	}
-	if (c->connect_timeout_ns && (err = wait_for_one(c)) != -EHOSTUNREACH)
-		return err;
-	log_error("option memnode: none of the %u memnodes could be reached%s (%s: %s)", c->nnodes,
-		  c->connect_timeout_ns ? " within connect-timeout" : "", c->node[0].addr,
-		  strerror(-c->node[0].fail_err));
-	return -EHOSTUNREACH;
+	for (unsigned i = 0; i < c->nnodes; i++)
+		if (c->node[i].fail_err)
+			log_warn("memnode %s: cannot reach it (%s); it is tried again in the background",
+				 c->node[i].addr, strerror(-c->node[i].fail_err));
+	return 0;
 }
 
 int client_connect(const struct options *o, struct comex_client **out)

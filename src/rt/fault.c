@@ -40,11 +40,21 @@ static unsigned nhandlers; /* started (atomic) */
 /* The page reads as zero: discarded, or never touched since it was mapped
  * (a free entry in the heap arena, or in the mmap area inside [mlo, mhi),
  * a run the program has mapped: P45). */
-static bool zero_eligible(uint64_t idx, uint64_t mlo, uint64_t mhi)
+static bool zero_eligible(uint64_t idx, pte_t e, uint64_t mlo, uint64_t mhi)
 {
-	unsigned s = pte_state(pte_at(idx));
+	unsigned s = pte_state(e);
 
 	return s == PTE_EMPTY || (s == PTE_FREE && (in_heap(idx) || (idx >= mlo && idx < mhi)));
+}
+
+/* Page i may join a zero fill of pages with attributes attrs (one
+ * UFFDIO_ZEROPAGE fills one kernel mapping: not past a change of
+ * protection or lock, P30). */
+static bool zero_joins(uint64_t i, pte_t attrs, uint64_t mlo, uint64_t mhi)
+{
+	pte_t e = pte_at(i);
+
+	return zero_eligible(i, e, mlo, mhi) && (e & PTE_ATTRS) == attrs;
 }
 
 /* The run of mapped pages around idx, [*lo, *hi) (empty if idx is not
@@ -86,24 +96,25 @@ static uint64_t zero_end[ZERO_STREAMS]; /* where recent zero fills ended, a ring
 static unsigned zero_next;
 static const char *zero_src;            /* ZERO_WINDOW_ROOMY pages, never written */
 
-/* Whether a first touch at idx begins where a recent zero fill ended. */
-static bool zero_streaming(uint64_t idx)
+/* The recent zero fill that ended where a first touch at idx begins, or -1. */
+static int zero_stream_at(uint64_t idx)
 {
 	for (unsigned i = 0; i < ZERO_STREAMS; i++)
 		if (zero_end[i] == idx && idx)
-			return true;
-	return false;
+			return (int)i;
+	return -1;
 }
 
 static bool zero_continues(uint64_t lo, uint64_t hi)
 {
-	for (unsigned i = 0; i < ZERO_STREAMS; i++)
-		if (zero_end[i] == lo && lo) {
-			zero_end[i] = hi;
-			return true;
-		}
-	zero_end[zero_next++ % ZERO_STREAMS] = hi;
-	return false;
+	int i = zero_stream_at(lo);
+
+	if (i < 0) {
+		zero_end[zero_next++ % ZERO_STREAMS] = hi;
+		return false;
+	}
+	zero_end[i] = hi;
+	return true;
 }
 
 static int zero_map(uint64_t lo, uint64_t hi, size_t *done)
@@ -128,10 +139,11 @@ static int zero_map(uint64_t lo, uint64_t hi, size_t *done)
 static void zero_fill(uint64_t idx, uint64_t t0)
 {
 	uint64_t w = zero_window(), lo = idx, hi = idx + 1, wlo, whi, mlo, mhi;
+	pte_t attrs = pte_at(idx) & PTE_ATTRS;
 	size_t done;
 	int err;
 
-	if (w > ZERO_WINDOW_ALONE && !zero_streaming(idx))
+	if (w > ZERO_WINDOW_ALONE && zero_stream_at(idx) < 0)
 		w = ZERO_WINDOW_ALONE;
 	wlo = idx - idx % w;
 	whi = wlo + w;
@@ -141,11 +153,9 @@ static void zero_fill(uint64_t idx, uint64_t t0)
 		whi = P.c.npages;
 	if (whi > P.c.heap_pages && idx < P.c.heap_pages)
 		whi = P.c.heap_pages;
-	/* one UFFDIO_ZEROPAGE fills one kernel mapping: not past a change of
-	 * protection or lock (P30) */
-	while (lo > wlo && zero_eligible(lo - 1, mlo, mhi) && !((pte_at(lo - 1) ^ pte_at(idx)) & PTE_ATTRS))
+	while (lo > wlo && zero_joins(lo - 1, attrs, mlo, mhi))
 		lo--;
-	while (hi < whi && zero_eligible(hi, mlo, mhi) && !((pte_at(hi) ^ pte_at(idx)) & PTE_ATTRS))
+	while (hi < whi && zero_joins(hi, attrs, mlo, mhi))
 		hi++;
 	/* a window may stop part way (-EAGAIN): what it mapped is resident */
 	err = zero_map(lo, hi, &done);
@@ -176,18 +186,24 @@ static void install(uint64_t idx, const void *src, bool clean, unsigned node, ui
 	pager_became_resident(idx, clean ? PTE_CLEAN : PTE_DIRTY, node, pfn);
 }
 
+static bool remote_on(pte_t e, unsigned node) { return pte_state(e) == PTE_REMOTE && pte_node(e) == node; }
+
+/* b's frame is the one after a's, both remote on node: one read fetches both. */
+static bool frame_follows(pte_t a, pte_t b, unsigned node)
+{
+	return remote_on(a, node) && remote_on(b, node) && pte_pfn(b) == pte_pfn(a) + 1;
+}
+
 /* The run of pages around idx, within its aligned prefetch window, that sit
  * in consecutive frames of idx's node: what one remote read can fetch. */
 static void run_bounds(uint64_t idx, uint64_t *lo_out, uint64_t *hi_out)
 {
 	uint64_t w = P.c.prefetch, wlo = idx - idx % w, lo = idx, hi = idx + 1;
-	unsigned node = pte_node(pte_at(idx));
+	pte_t first = pte_at(idx), at = first, e;
 
-	while (lo > wlo && pte_state(pte_at(lo - 1)) == PTE_REMOTE && pte_node(pte_at(lo - 1)) == node &&
-	       pte_pfn(pte_at(lo - 1)) + 1 == pte_pfn(pte_at(lo)))
-		lo--;
-	while (hi < wlo + w && hi < P.c.npages && pte_state(pte_at(hi)) == PTE_REMOTE &&
-	       pte_node(pte_at(hi)) == node && pte_pfn(pte_at(hi)) == pte_pfn(pte_at(hi - 1)) + 1)
+	while (lo > wlo && frame_follows(e = pte_at(lo - 1), at, pte_node(first)))
+		lo--, at = e;
+	for (at = first; hi < wlo + w && hi < P.c.npages && frame_follows(at, e = pte_at(hi), pte_node(first)); at = e)
 		hi++;
 	*lo_out = lo;
 	*hi_out = hi;
@@ -293,8 +309,11 @@ static void map_clean(uint64_t a, uint64_t n, const char *src)
 	if (!n)
 		return;
 	uffd_copy(P.c.uffd, page_addr(a), src, n << PAGE_SHIFT, 1, &done);
-	for (uint64_t i = a; i < a + (done >> PAGE_SHIFT); i++)
-		pager_became_resident(i, PTE_CLEAN, pte_node(pte_at(i)), pte_pfn(pte_at(i)));
+	for (uint64_t i = a; i < a + (done >> PAGE_SHIFT); i++) {
+		pte_t e = pte_at(i);
+
+		pager_became_resident(i, PTE_CLEAN, pte_node(e), pte_pfn(e));
+	}
 	STAT_ADD(P.c.stats, pages_prefetch_mapped, done >> PAGE_SHIFT);
 }
 
@@ -321,7 +340,7 @@ static char *landed(uint64_t i) { return land + (((i - plan_lo) / step) << PAGE_
 
 static bool readable(uint64_t i, unsigned node)
 {
-	return i < P.c.npages && pte_state(pte_at(i)) == PTE_REMOTE && pte_node(pte_at(i)) == node;
+	return i < P.c.npages && remote_on(pte_at(i), node);
 }
 
 /* A run of consecutive frames on the plan's lattice, pages a..b inclusive,
@@ -340,7 +359,7 @@ static void plan_run(uint64_t a, uint64_t b, bool *ok, struct run *runs, unsigne
  * consecutive frames: one read fetches both. */
 static bool next_frame(uint64_t i, uint64_t j, unsigned node)
 {
-	return readable(i, node) && readable(j, node) && pte_pfn(pte_at(j)) == pte_pfn(pte_at(i)) + 1;
+	return i < P.c.npages && j < P.c.npages && frame_follows(pte_at(i), pte_at(j), node);
 }
 
 /* The reads for the pages of [lo, hi) on the plan's lattice that are remote
@@ -499,6 +518,7 @@ static void fetch_adaptive(uint64_t idx, bool write)
 	bool ok[PREFETCH_MAX] = { 0 };
 	uint64_t hits, wasted;
 	uint32_t slots;
+	pte_t e;
 
 	prefetch_fault(P.pf, idx, &pl);
 	step = (uint64_t)(pl.stride < 0 ? -pl.stride : pl.stride);
@@ -515,7 +535,8 @@ static void fetch_adaptive(uint64_t idx, bool write)
 	for (uint32_t k = 0; k < slots; k++)
 		if (ok[k])
 			check_sum(plan_lo + k * step, landed(plan_lo + k * step));
-	install_remote(idx, landed(idx), write, pte_node(pte_at(idx)), pte_pfn(pte_at(idx)));
+	e = pte_at(idx);
+	install_remote(idx, landed(idx), write, pte_node(e), pte_pfn(e));
 	if (pte_resident(pte_at(idx)))
 		map_fetched(idx, ok, slots);
 	prefetch_counters(P.pf, &hits, &wasted);

@@ -300,8 +300,9 @@ static bool servable_at(const struct child *c, uint64_t i)
  * skipped (-EEXIST). */
 static void serve_data(struct child *c, uint64_t idx)
 {
-	unsigned node = pte_node(snap_pte(c, idx));
-	uint32_t pfn = pte_pfn(snap_pte(c, idx));
+	pte_t e = snap_pte(c, idx);
+	unsigned node = pte_node(e);
+	uint32_t pfn = pte_pfn(e);
 	uint64_t wlo = idx - idx % RUN_PAGES, lo = idx, hi = idx + 1;
 	int err;
 

@@ -188,10 +188,11 @@ int pager_init(const struct pager_config *cfg)
 static void forget_locations(uint64_t lo, uint64_t hi)
 {
 	for (uint64_t i = lo; i < hi; i++) {
-		unsigned s = pte_state(pte_at(i));
+		pte_t e = pte_at(i);
+		unsigned s = pte_state(e);
 
 		if (s != PTE_FREE && s != PTE_FOREIGN && s != PTE_EMPTY)
-			pte_put(i, pte_make(pte_at(i), PTE_EMPTY, 0, 0) & ~PTE_KEEP);
+			pte_put(i, pte_make(e, PTE_EMPTY, 0, 0) & ~PTE_KEEP);
 	}
 }
 
@@ -312,10 +313,10 @@ static int set_prot(uint64_t lo, uint64_t n, int prot, bool always)
 	    syscall(SYS_mprotect, page_addr(lo), n << PAGE_SHIFT, prot))
 		return -errno;
 	for (uint64_t i = lo; i < lo + n; i++) {
-		pte_t e = pte_set_prot(pte_at(i) & ~PTE_LOCKED, (unsigned)prot & 7);
+		pte_t old = pte_at(i), e = pte_set_prot(old & ~PTE_LOCKED, (unsigned)prot & 7);
 
-		unlocked += !!(pte_at(i) & PTE_LOCKED);
-		if (e != pte_at(i)) /* unchanged entries are not written: P45 */
+		unlocked += !!(old & PTE_LOCKED);
+		if (e != old) /* unchanged entries are not written: P45 */
 			pte_put(i, e);
 	}
 	prot_count_locked(-(int64_t)unlocked);

@@ -63,9 +63,9 @@ static bool any_unmapped(uint64_t lo, uint64_t hi)
 static void set_prot(uint64_t lo, uint64_t hi, int prot)
 {
 	for (uint64_t i = lo; i < hi; i++) {
-		pte_t e = pte_set_prot(pte_at(i), (unsigned)prot & 7);
+		pte_t old = pte_at(i), e = pte_set_prot(old, (unsigned)prot & 7);
 
-		if (pte_state(e) != PTE_FOREIGN && e != pte_at(i)) /* unchanged entries are not written: P45 */
+		if (pte_state(e) != PTE_FOREIGN && e != old) /* unchanged entries are not written: P45 */
 			pte_put(i, e);
 	}
 }

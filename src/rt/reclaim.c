@@ -274,26 +274,30 @@ static bool breaks_run(uint64_t idx, bool alone)
  * resident. alone: no other victim beside it (isolated). */
 static bool evict_dirty(uint64_t idx, const char *src, pagesum_t sum, bool alone)
 {
+	pte_t e = pte_at(idx);
 	unsigned node;
 	uint32_t pfn;
 
 	if (page_is_zero(src)) {
-		if (pte_at(idx) & PTE_KEEP)
-			pager_release_frame(pte_node(pte_at(idx)), pte_pfn(pte_at(idx)));
-		pte_put(idx, pte_set_state(pte_at(idx) & ~PTE_KEEP, PTE_EMPTY));
+		if (e & PTE_KEEP)
+			pager_release_frame(pte_node(e), pte_pfn(e));
+		pte_put(idx, pte_set_state(e & ~PTE_KEEP, PTE_EMPTY));
 		STAT_ADD(P.c.stats, pages_dropped_zero, 1);
 		return true;
 	}
-	if ((pte_at(idx) & PTE_KEEP) && forkchild_defer(pte_node(pte_at(idx)), pte_pfn(pte_at(idx))))
-		pte_put(idx, pte_at(idx) & ~PTE_KEEP); /* a forked child may still read the old content */
+	if ((e & PTE_KEEP) && forkchild_defer(pte_node(e), pte_pfn(e))) {
+		e &= ~PTE_KEEP; /* a forked child may still read the old content */
+		pte_put(idx, e);
+	}
 	if (breaks_run(idx, alone)) {
-		pager_release_frame(pte_node(pte_at(idx)), pte_pfn(pte_at(idx)));
-		pte_put(idx, pte_at(idx) & ~PTE_KEEP);
+		pager_release_frame(pte_node(e), pte_pfn(e));
+		e &= ~PTE_KEEP;
+		pte_put(idx, e);
 		STAT_ADD(P.c.stats, frames_renewed, 1);
 	}
-	if (pte_at(idx) & PTE_KEEP) {
-		node = pte_node(pte_at(idx));
-		pfn = pte_pfn(pte_at(idx));
+	if (e & PTE_KEEP) {
+		node = pte_node(e);
+		pfn = pte_pfn(e);
 	} else if (take_frame(&node, &pfn)) {
 		if (!P.full_warned)
 			log_warn("every memnode is full: keeping pages resident beyond the local budget");
@@ -692,7 +696,9 @@ void reclaim_range(uint64_t lo, uint64_t hi)
 	uint32_t n = 0;
 
 	for (uint64_t i = lo; i < hi && may_evict(); i++) {
-		if (pte_resident(pte_at(i)) && !(pte_at(i) & PTE_LOCKED))
+		pte_t e = pte_at(i);
+
+		if (pte_resident(e) && !(e & PTE_LOCKED))
 			v[n++] = i;
 		if (n == MAX_BATCH || (n && i + 1 == hi)) {
 			evict_victims(v, n);
