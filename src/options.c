@@ -10,7 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "commands.h"
 #include "log.h"
 
 struct opt_def {
@@ -436,16 +435,22 @@ static int help_rows(FILE *f, unsigned scope, int basic, bool print)
 	return n;
 }
 
+/* Set once by the front end before a command parses its options; the
+ * strings are the command table's, static for the life of the process. */
+static const char *usage_args = "[OPTIONS]", *usage_summary = "";
+
+void options_set_usage(const char *args, const char *summary)
+{
+	usage_args = args;
+	usage_summary = summary;
+}
+
 void options_help(FILE *f, const char *cmd, unsigned scope, int all)
 {
-	const char *args = "[OPTIONS]", *summary = "";
 	int more;
 
-#define X(name, a, s) if (cmd && !strcmp(cmd, name)) args = a, summary = s;
-	COMEX_COMMANDS(X)
-#undef X
 	if (cmd)
-		fprintf(f, "usage: comex %s %s\n  %s\n\n", cmd, args, summary);
+		fprintf(f, "usage: comex %s %s\n  %s\n\n", cmd, usage_args, usage_summary);
 	if (scope == SC_ALL) { /* help-options: every option, as the table has them */
 		fprintf(f, "Options (also read from the config file as 'name = value' and from COMEX_NAME):\n");
 		help_rows(f, scope, -1, true);

@@ -63,8 +63,11 @@ struct opt_doc { const char *name, *def, *unit, *doc; unsigned scope; char env[6
 void options_doc(enum opt_id id, struct opt_doc *out);
 
 /* --help text of command cmd (argv[0]) for its scope: a usage line and the
- * basic options, or with all every option, the basic ones first. */
+ * basic options, or with all every option, the basic ones first. The usage
+ * line shows the synopsis and summary last given to options_set_usage, which
+ * the command-line front end calls from its command table before dispatch. */
 void options_help(FILE *f, const char *cmd, unsigned scope, int all);
+void options_set_usage(const char *args, const char *summary);
 void options_markdown(FILE *f);              /* docs/OPTIONS.md */
 
 #endif

@@ -58,11 +58,16 @@ static void roff(FILE *f, const char *s)
 
 static void commands(FILE *f)
 {
+	const struct command *c;
+
 	fprintf(f, ".SH COMMANDS\n");
-#define X(name, args, summary) \
-	fprintf(f, ".TP\n\\fB%s\\fR ", name); roff(f, args); fputc('\n', f); roff(f, summary); fputc('\n', f);
-	COMEX_COMMANDS(X)
-#undef X
+	for (unsigned i = 0; (c = command_at(i)); i++) {
+		fprintf(f, ".TP\n\\fB%s\\fR ", c->name);
+		roff(f, c->args);
+		fputc('\n', f);
+		roff(f, c->summary);
+		fputc('\n', f);
+	}
 }
 
 static void options(FILE *f, unsigned scope)
