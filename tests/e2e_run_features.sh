@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_features: one small program per pager feature (fork, read(2) into evicted memory, writers racing eviction, discards racing remote reads, mremap, MADV_DONTNEED, exec, signals, an evicted locale, encrypted pages, a memfd and a file mapped MAP_FIXED over evicted memory, a program's own userfaultfd, protections/JIT/locks/advice, an idle program with stdin /dev/null, the embedded memnode's pool file read by an exec'd program) filling 4x --local-mem, same output as natively, remote traffic.
+# e2e_run_features: one small program per pager feature (fork, read(2) into evicted memory, writers racing eviction, discards racing remote reads under each prefetch policy, mremap, MADV_DONTNEED, exec, signals, an evicted locale, encrypted pages, a memfd and a file mapped MAP_FIXED over evicted memory, a program's own userfaultfd, protections/JIT/locks/advice, an idle program with stdin /dev/null, the embedded memnode's pool file read by an exec'd program) filling 4x --local-mem, same output as natively, remote traffic.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_run_features: feature programs at 128 MiB under comex run --local-mem 32M match their native runs"
 
@@ -116,6 +116,18 @@ done
 # the handler reads remote pages without the pager lock: chunks discarded or
 # remapped meanwhile by another thread must never be mapped from a stale copy
 compare discardrace 16M budget -- "$progs/prog_discardrace" 96 2 3000
+# the other prefetch policies (prefetch.h) take the same remote-fault path
+# as the default: a fixed window mapped at once, and COMEX's read buffer
+# whose neighbours wait for their own faults; both with threads streaming and
+# a mutator discarding meanwhile (the read is made without the pager lock)
+compare window    16M budget --prefetch-policy window -- "$progs/prog_discardrace" 96 2 3000
+compare readbuf   16M budget --prefetch-map false -- "$progs/prog_discardrace" 96 2 3000
+for c in window:pages_prefetch_mapped readbuf:faults_rbuf_hit; do
+  want "${c%%:*}" && [ -s "$dir/${c%%:*}.json" ] || continue
+  n=$(stats_get "${c%%:*}" "${c#*:}")
+  echo "${c%%:*}: ${c#*:}=$n"
+  [ "$n" -gt 0 ] || fail "${c%%:*}-stats" "${c#*:} is 0: the policy's neighbours were never used"
+done
 # encrypt: every page leaves sealed (AES-256-GCM) and is opened on its way back
 compare encrypt   32M budget --encrypt -- "$progs/prog_readsys" 128
 # libc calls of the runtime itself (UCX's keepalive, here every 50 ms) must not

@@ -28,12 +28,6 @@
 #include "uffd.h"
 #include "wbuf.h"
 
-/* Remote runs remembered to tell a stream from scattered faults: a few, so
- * that several threads (or interleaved arrays) each keep their stream. */
-#define STREAM_RUNS 8
-#define PREFETCH_MAX 256 /* largest prefetch option (pages) */
-static uint64_t run_lo[STREAM_RUNS], run_hi[STREAM_RUNS]; /* recent remote runs, a ring */
-static unsigned run_next;
 #define MAX_HANDLERS 64
 static unsigned nhandlers; /* started (atomic) */
 
@@ -194,21 +188,6 @@ static bool frame_follows(pte_t a, pte_t b, unsigned node)
 	return remote_on(a, node) && remote_on(b, node) && pte_pfn(b) == pte_pfn(a) + 1;
 }
 
-/* The run of pages around idx, within its aligned prefetch window, that sit
- * in consecutive frames of idx's node: what one remote read can fetch. */
-static void run_bounds(uint64_t idx, uint64_t *lo_out, uint64_t *hi_out)
-{
-	uint64_t w = P.c.prefetch, wlo = idx - idx % w, lo = idx, hi = idx + 1;
-	pte_t first = pte_at(idx), at = first, e;
-
-	while (lo > wlo && frame_follows(e = pte_at(lo - 1), at, pte_node(first)))
-		lo--, at = e;
-	for (at = first; hi < wlo + w && hi < P.c.npages && frame_follows(at, e = pte_at(hi), pte_node(first)); at = e)
-		hi++;
-	*lo_out = lo;
-	*hi_out = hi;
-}
-
 /* Every page that comes back is checked against the hash taken when it
  * left; a changed one is read again from another copy, if it has one. */
 static void check_sum(uint64_t i, char *copy)
@@ -251,21 +230,6 @@ static void remote_read(unsigned node, uint32_t pfn, uint32_t count, void *dst, 
 			  (uintptr_t)page_addr(idx), err);
 }
 
-/* One remote read of [lo, hi) (COMEX §4.4) into idx's read-buffer slot. */
-static char *fetch(uint64_t idx, uint64_t lo, uint64_t hi)
-{
-	uint64_t wlo = idx - idx % P.c.prefetch;
-	char *slot = rbuf_slot(P.rb, idx);
-
-	remote_read(pte_node(pte_at(idx)), pte_pfn(pte_at(lo)), (uint32_t)(hi - lo), slot + ((lo - wlo) << PAGE_SHIFT),
-		    lo, 1);
-	for (uint64_t i = lo; i < hi; i++) {
-		check_sum(i, slot + ((i - wlo) << PAGE_SHIFT));
-		rbuf_mark(P.rb, i);
-	}
-	return slot - (wlo << PAGE_SHIFT); /* + (i << PAGE_SHIFT) is page i's copy */
-}
-
 /* Installs a page that came back from node/pfn. A write fault would take a
  * write-protect fault right after (and dirty the page anyway), so then the
  * page is mapped writable at once and its frame released. */
@@ -280,22 +244,6 @@ static void install_remote(uint64_t idx, const void *src, bool write, unsigned n
 			pager_release_frame(node, pfn);
 		pte_put(idx, pte_at(idx) | PTE_REF);
 	}
-}
-
-/* True when idx is within a prefetch window of a recently fetched run: the
- * program walks through memory, so the neighbours of this fault are likely
- * needed soon. Records the window either way. */
-static bool continues_stream(uint64_t idx)
-{
-	uint64_t w = P.c.prefetch, wlo = idx - idx % w;
-	bool hit = false;
-
-	for (unsigned i = 0; i < STREAM_RUNS && !hit; i++)
-		hit = run_hi[i] && idx + w >= run_lo[i] && idx < run_hi[i] + w;
-	run_lo[run_next] = wlo;
-	run_hi[run_next] = wlo + w;
-	run_next = (run_next + 1) % STREAM_RUNS;
-	return hit;
 }
 
 /* Maps the n pages from idx a clean (write-protected, frames kept) from
@@ -317,22 +265,10 @@ static void map_clean(uint64_t a, uint64_t n, const char *src)
 	STAT_ADD(P.c.stats, pages_prefetch_mapped, done >> PAGE_SHIFT);
 }
 
-/* Maps [a, b) from base clean (write-protected, frames kept); a failure
- * (-EAGAIN while the address space changes) leaves the pages in the read
- * buffer, where their own faults find them. */
-static void map_neighbours(uint64_t a, uint64_t b, const char *base)
-{
-	map_clean(a, b - a, base + (a << PAGE_SHIFT));
-	for (uint64_t i = a; i < b; i++)
-		if (pte_resident(pte_at(i)))
-			rbuf_drop(P.rb, i);
-}
+/* ---- remote faults: one path for every prefetch policy (prefetch.h) ---- */
 
-/* ---- adaptive prefetch (prefetch-policy=adaptive) ---- */
-
-#define MAX_READS 16 /* remote reads one fault may issue for its plan */
-
-static char *land;       /* max-window pages: where a plan's reads land */
+static char *landing;    /* prefetch-window pages: where a plan's reads land (no read buffer) */
+static char *land;       /* this plan's: the landing area or idx's read-buffer slot */
 static uint64_t plan_lo; /* page plan_lo + k * step lands at land + k pages */
 static uint64_t step;
 
@@ -364,9 +300,9 @@ static bool next_frame(uint64_t i, uint64_t j, unsigned node)
 
 /* The reads for the pages of [lo, hi) on the plan's lattice that are remote
  * on idx's node: idx's run of consecutive frames first, then the other runs,
- * at most MAX_READS in all; marks their pages in ok[] by lattice position.
+ * at most max_reads in all; marks their pages in ok[] by lattice position.
  * Returns the number of runs. */
-static unsigned plan_reads(uint64_t idx, uint64_t lo, uint64_t hi, bool *ok, struct run *runs)
+static unsigned plan_reads(uint64_t idx, uint64_t lo, uint64_t hi, uint32_t max_reads, bool *ok, struct run *runs)
 {
 	unsigned node = pte_node(pte_at(idx)), n = 0;
 	uint64_t a = idx, b = idx;
@@ -376,7 +312,7 @@ static unsigned plan_reads(uint64_t idx, uint64_t lo, uint64_t hi, bool *ok, str
 	while (b + step < hi && next_frame(b, b + step, node))
 		b += step;
 	plan_run(a, b, ok, runs, &n);
-	for (a = lo; a < hi && n < MAX_READS; a = b + step) {
+	for (a = lo; a < hi && n < max_reads; a = b + step) {
 		b = a;
 		if (ok[(a - plan_lo) / step] || !readable(a, node))
 			continue;
@@ -467,14 +403,13 @@ static void reread_failed(const struct run *runs, unsigned n, unsigned node, con
  * discarded, remapped or brought home by a fork) makes its copy worthless:
  * its slot is dropped from ok[]. Frames are freed only when their entry
  * changes, so an unchanged entry proves the copy read is the page's. */
-static void fetch_plan(uint64_t idx, uint64_t lo, uint64_t hi, bool *ok, uint32_t slots)
+static void fetch_plan(uint64_t idx, const struct prefetch_plan *pl, bool *ok, uint32_t slots)
 {
-	struct run runs[MAX_READS];
-	pte_t seen[PREFETCH_MAX];
-	unsigned node = pte_node(pte_at(idx)), n = plan_reads(idx, lo, hi, ok, runs);
+	struct run runs[PREFETCH_MAX_READS];
+	pte_t seen[PREFETCH_MAX_WINDOW];
+	unsigned node = pte_node(pte_at(idx)), n = plan_reads(idx, pl->lo, pl->hi, pl->reads, ok, runs);
 	bool unlock = __atomic_load_n(&nhandlers, __ATOMIC_RELAXED) == 1;
-
-	bool failed[MAX_READS] = { 0 };
+	bool failed[PREFETCH_MAX_READS] = { 0 };
 
 	if (!unlock) {
 		read_runs(runs, n, node, NULL);
@@ -512,10 +447,15 @@ static void map_fetched(uint64_t idx, const bool *ok, uint32_t slots)
 	}
 }
 
-static void fetch_adaptive(uint64_t idx, bool write)
+/* A remote fault: the policy's plan is read (into the landing area, or
+ * with the read-buffer policy into idx's slot there) and checked; idx is
+ * installed, writable on a write fault (its frame released), and without a
+ * read buffer the neighbours are mapped at once, clean, so they never
+ * fault; with one they wait there for their own faults. */
+static void fetch_remote(uint64_t idx, bool write)
 {
 	struct prefetch_plan pl;
-	bool ok[PREFETCH_MAX] = { 0 };
+	bool ok[PREFETCH_MAX_WINDOW] = { 0 };
 	uint64_t hits, wasted;
 	uint32_t slots;
 	pte_t e;
@@ -526,71 +466,35 @@ static void fetch_adaptive(uint64_t idx, bool write)
 	if (pl.hi > P.c.npages)
 		pl.hi = P.c.npages;
 	slots = (uint32_t)((pl.hi - pl.lo + step - 1) / step);
-	reclaim_make_room(slots);
-	fetch_plan(idx, pl.lo, pl.hi, ok, slots);
+	land = P.rb ? rbuf_slot(P.rb, idx) : landing; /* a slot holds the aligned window from plan_lo */
+	reclaim_make_room(P.rb ? 1 : slots);
+	fetch_plan(idx, &pl, ok, slots);
 	if (!ok[(idx - plan_lo) / step]) { /* settled while we read: let the thread retry */
 		uffd_wake(P.c.uffd, page_addr(idx), PAGE_SIZE);
 		return;
 	}
-	for (uint32_t k = 0; k < slots; k++)
-		if (ok[k])
-			check_sum(plan_lo + k * step, landed(plan_lo + k * step));
+	for (uint32_t k = 0; k < slots; k++) {
+		if (!ok[k])
+			continue;
+		check_sum(plan_lo + k * step, landed(plan_lo + k * step));
+		if (P.rb)
+			rbuf_mark(P.rb, plan_lo + k * step);
+	}
 	e = pte_at(idx);
 	install_remote(idx, landed(idx), write, pte_node(e), pte_pfn(e));
-	if (pte_resident(pte_at(idx)))
+	if (!P.rb && pte_resident(pte_at(idx)))
 		map_fetched(idx, ok, slots);
 	prefetch_counters(P.pf, &hits, &wasted);
 	__atomic_store_n(&P.c.stats->prefetch_hits, hits, __ATOMIC_RELAXED);
 	__atomic_store_n(&P.c.stats->prefetch_wasted, wasted, __ATOMIC_RELAXED);
 }
 
-/* ---- fixed windows (prefetch-policy=window, and COMEX's prefetch-map=false) ---- */
-
-/* A read-buffer miss. With prefetch-map, a fault that continues a stream
- * fetches its run within its aligned window of P pages and maps the
- * neighbours at once, clean, so they never fault; a scattered fault reads
- * just its page. Without prefetch-map (COMEX) the run lands in the read
- * buffer and the neighbours wait there for their own faults. idx itself is
- * mapped writable on a write fault (its frame released), its neighbours
- * never are: they were not written. */
-static void fetch_window(uint64_t idx, bool write)
-{
-	bool map_all = P.c.prefetch_map && continues_stream(idx);
-	unsigned node = pte_node(pte_at(idx));
-	uint32_t pfn = pte_pfn(pte_at(idx));
-	uint64_t lo = idx, hi = idx + 1;
-	char *base;
-
-	if (map_all || !P.c.prefetch_map) {
-		reclaim_make_room(map_all ? P.c.prefetch : 1);
-		run_bounds(idx, &lo, &hi);
-	} else {
-		reclaim_make_room(1);
-	}
-	base = fetch(idx, lo, hi);
-	install_remote(idx, base + (idx << PAGE_SHIFT), write, node, pfn);
-	if (!map_all || !pte_resident(pte_at(idx)))
-		return;
-	map_neighbours(lo, idx, base);
-	map_neighbours(idx + 1, hi, base);
-}
-
-static void fetch_and_map(uint64_t idx, bool write)
-{
-	if (P.c.prefetch_map && P.c.adaptive)
-		fetch_adaptive(idx, write);
-	else
-		fetch_window(idx, write);
-}
-
 int fault_init(void)
 {
-	if (!P.c.adaptive)
-		return 0;
-	land = rt_alloc((size_t)P.c.prefetch << PAGE_SHIFT);
-	if (!land)
+	if (P.c.prefetch_policy != PREFETCH_READ_BUFFER &&
+	    !(landing = rt_alloc((size_t)P.c.prefetch << PAGE_SHIFT)))
 		return -ENOMEM;
-	return prefetch_create(P.c.prefetch, &P.pf);
+	return prefetch_create(P.c.prefetch_policy, P.c.prefetch, &P.pf);
 }
 
 static char lost_page[PAGE_SIZE] __attribute__((aligned(PAGE_SIZE)));
@@ -619,13 +523,13 @@ static void fault_missing(uint64_t idx, bool write)
 		STAT_ADD(P.c.stats, ns_wbuf_hit, now_ns() - t0);
 		return;
 	case PTE_REMOTE:
-		if ((src = rbuf_lookup(P.rb, idx))) {
+		if (P.rb && (src = rbuf_lookup(P.rb, idx))) {
 			install_remote(idx, src, write, pte_node(e), pte_pfn(e));
 			STAT_ADD(P.c.stats, faults_rbuf_hit, 1);
 			STAT_ADD(P.c.stats, ns_rbuf_hit, now_ns() - t0);
 			return;
 		}
-		fetch_and_map(idx, write);
+		fetch_remote(idx, write);
 		STAT_ADD(P.c.stats, faults_remote, 1);
 		stats_remote_fault(P.c.stats, now_ns() - t0);
 		return;

@@ -43,6 +43,7 @@
 #include "pager_impl.h"
 #include "placement.h"
 #include "ranges.h"
+#include "prefetch.h"
 #include "rbuf.h"
 #include "replica.h"
 #include "rtmem.h"
@@ -137,8 +138,8 @@ static int start(const struct pager_config *cfg)
 		P.c.evict_batch = MAX_BATCH;
 	if (!P.c.zero_window)
 		P.c.zero_window = 1;
-	if ((err = P.c.adaptive && P.c.prefetch_map ? rbuf_create(64, 64, &P.rb) /* unused */
-						   : rbuf_create(cfg->rbuf_pages, cfg->prefetch, &P.rb)) ||
+	if ((cfg->prefetch_policy == PREFETCH_READ_BUFFER &&
+	     (err = rbuf_create(cfg->rbuf_pages, cfg->prefetch, &P.rb))) ||
 	    (err = evict_create(2 * cfg->budget_pages + 4096, cfg->clock, &P.ev)))
 		return err;
 	P.nnodes = client_nodes(cfg->client); /* at most OPT_MEMNODE_MAX: the client refuses more */

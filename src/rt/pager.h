@@ -23,7 +23,8 @@ struct pager_config {
 	uint64_t follow_reserve;  /* with follow: bytes of the cgroup's room never taken (P38) */
 	bool follow;              /* local-mem auto in a memory cgroup: the budget follows its room */
 	uint32_t prefetch, rbuf_pages, wbuf_pages, flush_run, evict_batch, zero_window;
-	bool clock, prefetch_map, adaptive, keep_frames;
+	unsigned prefetch_policy; /* enum prefetch_policy; PREFETCH_READ_BUFFER keeps a read buffer of rbuf_pages */
+	bool clock, keep_frames;
 	bool write_behind;        /* two write buffers per node, one written while the other fills */
 	bool write_fill;          /* unchanged victims continuing a buffer's run are rewritten (P37) */
 	bool async;               /* descriptor has WP_ASYNC and MOVE: writes to clean pages never fault */

@@ -19,6 +19,11 @@
  *     START_WINDOW.
  *  3. Neither: just idx (the window collapses to 1).
  *
+ * The window policy keeps only the last STREAMS windows fetched: a fault
+ * within a window's width of one of them streams and gets its whole aligned
+ * window, another just its page. The read-buffer policy always gets the
+ * window. Both take one read: idx's run of consecutive frames.
+ *
  * Not thread-safe: one object per pager lock (or per thread). */
 #include "prefetch.h"
 
@@ -32,7 +37,6 @@
 #define VOTE_FIRST 8     /* first vote window; doubles to HIST */
 #define STREAMS 8        /* plans remembered: a few threads or arrays each */
 #define START_WINDOW 4   /* a new trend: 4 pages, 16 KiB; as Linux's first readahead */
-#define MAX_WINDOW 256   /* 1 MiB: one remote read per fault stays short */
 #define IDX_LIMIT (1ull << 52) /* 4 KiB pages of a 64-bit space: deltas and spans fit int64 */
 
 struct stream {
@@ -47,7 +51,11 @@ struct stream {
 };
 
 struct prefetch {
+	enum prefetch_policy policy;
 	uint32_t max_window, start_window;
+	uint64_t win_lo[STREAMS]; /* window policy: the last windows fetched, a ring (0..0: none) */
+	uint64_t win_hi[STREAMS];
+	unsigned win_next;
 	uint32_t nhist;           /* indices recorded, at most HIST + 1 */
 	uint64_t nfaults;         /* faults seen: head of the ring, stream stamps */
 	uint64_t hist[RING];      /* fault k is at hist[k % RING] */
@@ -55,17 +63,19 @@ struct prefetch {
 	uint64_t hits, wasted;
 };
 
-int prefetch_create(uint32_t max_window, struct prefetch **out)
+int prefetch_create(enum prefetch_policy policy, uint32_t max_window, struct prefetch **out)
 {
 	struct prefetch *pf;
 
-	if (!max_window || max_window > MAX_WINDOW || (max_window & (max_window - 1)))
+	if (!max_window || max_window > PREFETCH_MAX_WINDOW || (max_window & (max_window - 1)) ||
+	    policy > PREFETCH_READ_BUFFER)
 		return -EINVAL;
 	/* The one allocation: runtime memory outside the managed region, since
 	 * the fault handler reads this object (rtmem.h). */
 	pf = rt_alloc(sizeof(*pf));
 	if (!pf)
 		return -ENOMEM;
+	pf->policy = policy;
 	pf->max_window = max_window;
 	pf->start_window = max_window < START_WINDOW ? max_window : START_WINDOW;
 	*out = pf;
@@ -200,7 +210,22 @@ static uint32_t make_plan(uint64_t idx, int64_t d, uint32_t w, struct prefetch_p
 	out->lo = d < 0 ? idx - span : idx;
 	out->hi = d < 0 ? idx + 1 : idx + span + 1;
 	out->stride = d;
+	out->reads = PREFETCH_MAX_READS;
 	return w;
+}
+
+/* The window and read-buffer policies (see the top). */
+static void fixed_window(struct prefetch *pf, uint64_t idx, struct prefetch_plan *out)
+{
+	uint64_t w = pf->max_window, wlo = idx - idx % w;
+	bool hit = pf->policy == PREFETCH_READ_BUFFER;
+
+	for (unsigned i = 0; i < STREAMS && !hit; i++)
+		hit = pf->win_hi[i] && idx + w >= pf->win_lo[i] && idx < pf->win_hi[i] + w;
+	pf->win_lo[pf->win_next] = wlo;
+	pf->win_hi[pf->win_next] = wlo + w;
+	pf->win_next = (pf->win_next + 1) % STREAMS;
+	*out = hit ? (struct prefetch_plan){ wlo, wlo + w, 1, 1 } : (struct prefetch_plan){ idx, idx + 1, 1, 1 };
 }
 
 void prefetch_fault(struct prefetch *pf, uint64_t idx, struct prefetch_plan *out)
@@ -211,6 +236,10 @@ void prefetch_fault(struct prefetch *pf, uint64_t idx, struct prefetch_plan *out
 
 	if (idx >= IDX_LIMIT) { /* no real page: no history either */
 		make_plan(idx, 1, 1, out);
+		return;
+	}
+	if (pf->policy != PREFETCH_ADAPTIVE) {
+		fixed_window(pf, idx, out);
 		return;
 	}
 	pf->hist[pf->nfaults++ % RING] = idx;

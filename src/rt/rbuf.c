@@ -155,13 +155,18 @@ void rbuf_mark(struct rbuf *rb, uint64_t idx)
 
 void rbuf_drop(struct rbuf *rb, uint64_t idx)
 {
-	uint32_t i = find(rb, idx >> rb->shift);
+	uint32_t i;
 
+	if (!rb)
+		return;
+	i = find(rb, idx >> rb->shift);
 	if (i != NONE)
 		rb->s[i].valid &= ~(1ull << (idx & (rb->window - 1)));
 }
 
 uint64_t rbuf_bytes(const struct rbuf *rb)
 {
+	if (!rb)
+		return 0;
 	return (uint64_t)rb->nslots * rb->window * PAGE_SIZE;
 }

@@ -19,7 +19,8 @@ const void *rbuf_lookup(struct rbuf *rb, uint64_t idx);
  * invalid until rbuf_mark() says otherwise. */
 void *rbuf_slot(struct rbuf *rb, uint64_t idx);
 void rbuf_mark(struct rbuf *rb, uint64_t idx);
-/* Forgets page idx (it was installed, discarded or moved). */
+/* Forgets page idx (it was installed, discarded or moved). rb NULL (the
+ * prefetch policy keeps no read buffer): nothing to forget, 0 bytes. */
 void rbuf_drop(struct rbuf *rb, uint64_t idx);
 uint64_t rbuf_bytes(const struct rbuf *rb);
 

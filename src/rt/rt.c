@@ -299,7 +299,7 @@ static int budget(unsigned nodes, struct pager_config *pc)
 	if (pc->follow)
 		m = lim;
 	stats->local_mem_bytes = m;
-	if (pc->adaptive && pc->prefetch_map)
+	if (pc->prefetch_policy != PREFETCH_READ_BUFFER)
 		pc->rbuf_pages = pc->prefetch; /* no read buffer: a landing area for one plan */
 
 	if (pc->rbuf_pages + wb > (m >> PAGE_SHIFT) / 4) {
@@ -334,8 +334,8 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 		.evict_batch = (uint32_t)opt_num(&opts, OPT_EVICT_BATCH),
 		.zero_window = (uint32_t)opt_num(&opts, OPT_ZERO_WINDOW),
 		.clock = opt_num(&opts, OPT_EVICT_POLICY) == EVICT_CLOCK,
-		.prefetch_map = opt_num(&opts, OPT_PREFETCH_MAP),
-		.adaptive = opt_num(&opts, OPT_PREFETCH_POLICY) == PREFETCH_ADAPTIVE,
+		.prefetch_policy = opt_num(&opts, OPT_PREFETCH_MAP) ? (unsigned)opt_num(&opts, OPT_PREFETCH_POLICY)
+								    : PREFETCH_READ_BUFFER,
 		.keep_frames = opt_num(&opts, OPT_KEEP_FRAMES),
 		.write_fill = opt_num(&opts, OPT_WRITE_FILL),
 		.write_behind = opt_num(&opts, OPT_WRITE_BEHIND),
@@ -350,8 +350,9 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 		.placement = (unsigned)opt_num(&opts, OPT_PLACEMENT),
 		.uffd = uffd, .client = cl, .stats = stats,
 	};
-	if ((!pc->adaptive || !pc->prefetch_map) && pc->prefetch > 64) {
-		log_error("option prefetch: %u pages; at most 64 without prefetch-policy adaptive", pc->prefetch);
+	if (pc->prefetch_policy == PREFETCH_READ_BUFFER && pc->prefetch > 64) {
+		log_error("option prefetch: %u pages; at most 64 with prefetch-map false (the read buffer's window)",
+			  pc->prefetch);
 		return -EINVAL;
 	}
 	if (!pc->evict_batch || pc->evict_batch > 256 || !pc->wbuf_pages || !pc->flush_run) {
