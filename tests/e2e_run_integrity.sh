@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_integrity: a memnode that answers every N-th READ with one byte changed (test hook COMEX_TEST_CORRUPT_READS) is caught by the page checksum: replicas 2 read the other copy, backup-dir reads the file, replicas 1 without backup stops the program naming the page; outputs identical or none.
+# e2e_run_integrity: a memnode that answers every N-th READ with one byte changed (test hook test-corrupt-reads, set as COMEX_TEST_CORRUPT_READS) is caught by the page checksum: replicas 2 read the other copy, backup-dir reads the file, replicas 1 without backup stops the program naming the page; outputs identical or none.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 . "$src/tests/progs/memnodes.sh"
 echo "e2e_run_integrity: one memnode corrupting every ${COMEX_TEST_CORRUPT_EVERY:-20}-th READ; replicas 2, replicas 1 + backup-dir, replicas 1 alone"
@@ -46,10 +46,10 @@ stop_memnodes() {
 if want badvalue; then
   rc=0; COMEX_TEST_CORRUPT_READS=x timeout 20 "$bin" memnode --listen 127.0.0.1:0 --token-file "$dir/token" \
     2>"$dir/badvalue.log" || rc=$?
-  if [ $rc -eq 0 ] || ! grep -q "COMEX_TEST_CORRUPT_READS='x'" "$dir/badvalue.log"; then
+  if [ $rc -eq 0 ] || ! grep -q "option test-corrupt-reads (from environment): 'x'" "$dir/badvalue.log"; then
     fail badvalue "exit $rc: $(tail -n 2 "$dir/badvalue.log")"
   else
-    echo "ok: badvalue: $(grep -m1 COMEX_TEST_CORRUPT_READS "$dir/badvalue.log")"
+    echo "ok: badvalue: $(grep -m1 test-corrupt-reads "$dir/badvalue.log")"
   fi
 fi
 

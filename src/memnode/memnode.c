@@ -50,7 +50,7 @@ struct memnode {
 	uint64_t drain_ns;       /* option drain-timeout; 0: a signal stops at once */
 	uint64_t drain_until;    /* draining: monotonic ns when it gives up (UINT64_MAX: never); 0: not draining */
 	struct elastic *elastic; /* option host-reserve: gives memory back to the host; NULL: off */
-	uint64_t corrupt_every;  /* test hook COMEX_TEST_CORRUPT_READS; 0: off */
+	uint64_t corrupt_every;  /* option test-corrupt-reads; 0: off */
 	uint64_t reads;          /* READs answered, for the test hook */
 	uint64_t idle_since;      /* lingering: monotonic ns since no client is connected; 0: one is */
 	bool lingering;
@@ -472,23 +472,20 @@ static int load_auth(const struct options *o, struct auth_token *tok, bool *use_
 	return 0;
 }
 
-/* The COMEX_TEST_CORRUPT_READS test hook's N (0: unset); only the
- * validated data path sees READs. */
-static int corrupt_hook(bool rma, uint64_t *every_out)
+/* Option test-corrupt-reads (0: unset); only the validated data path sees
+ * READs. */
+static int corrupt_hook(const struct options *o, bool rma, uint64_t *every_out)
 {
-	const char *v = getenv("COMEX_TEST_CORRUPT_READS");
-	unsigned long long n;
-	char *end;
+	uint64_t n = opt_num(o, OPT_TEST_CORRUPT_READS);
 
-	if (!v || !*v)
-		return *every_out = 0, 0;
-	errno = 0;
-	n = strtoull(v, &end, 10);
-	if (errno || *end || *v == '-' || n == 0 || rma) {
-		log_error("COMEX_TEST_CORRUPT_READS='%s': a count of READs >= 1 is expected, with data-path validated", v);
+	if (n && rma) {
+		log_error("option test-corrupt-reads: %llu; the rma data path sends no READs to change, use data-path "
+			  "validated", (unsigned long long)n);
 		return -EINVAL;
 	}
-	log_warn("test hook COMEX_TEST_CORRUPT_READS: every %llu-th READ is answered with one byte changed", n);
+	if (n)
+		log_warn("test hook test-corrupt-reads: every %llu-th READ is answered with one byte changed",
+			 (unsigned long long)n);
 	*every_out = n;
 	return 0;
 }
@@ -555,7 +552,7 @@ int memnode_main(const struct options *o)
 	}
 	err = load_auth(o, &tok, &use_token);
 	if (!err)
-		err = corrupt_hook(rma, &m.corrupt_every);
+		err = corrupt_hook(o, rma, &m.corrupt_every);
 	if (err)
 		return err;
 	if ((err = pool_fd(o, &pfd)))

@@ -67,7 +67,7 @@ int backup_init(const char *dir)
 		return err;
 	}
 	for (unsigned j = 0; j < JOBS; j++)
-		if (!(jobs[j].idx = rt_alloc((size_t)P.c.wbuf_pages * sizeof(uint64_t))))
+		if (!(jobs[j].idx = rt_alloc((size_t)pager_opt(OPT_WBUF_PAGES) * sizeof(uint64_t))))
 			return -ENOMEM;
 	log_info("backup-dir %s: every evicted page is also written to a file there (deleted, sparse)", dir);
 	return 0;

@@ -28,7 +28,7 @@ static void set_budget(uint64_t pages)
  * budget of the program's pages */
 static uint64_t buffer_pages(void)
 {
-	return P.c.rbuf_pages + (uint64_t)P.nnodes * P.c.wbuf_pages;
+	return P.c.rbuf_pages + (uint64_t)P.nnodes * pager_opt(OPT_WBUF_PAGES);
 }
 
 /* 20 ms: reading the cgroup's three files costs about 30 us here, so at

@@ -72,9 +72,11 @@ static void mapped_span(uint64_t idx, uint64_t *lo, uint64_t *hi)
 
 static uint64_t zero_window(void)
 {
-	if (P.c.zero_window < ZERO_WINDOW_ROOMY && P.resident + 8 * ZERO_WINDOW_ROOMY <= P.budget)
+	uint64_t w = pager_opt(OPT_ZERO_WINDOW);
+
+	if (w < ZERO_WINDOW_ROOMY && P.resident + 8 * ZERO_WINDOW_ROOMY <= P.budget)
 		return ZERO_WINDOW_ROOMY;
-	return P.c.zero_window;
+	return w ? w : 1; /* 0 is read as 1: the page itself */
 }
 
 /* First touches that begin where an earlier zero fill ended are a stream
@@ -238,7 +240,7 @@ static void install_remote(uint64_t idx, const void *src, bool write, unsigned n
 	install(idx, src, !write, node, pfn);
 	rbuf_drop(P.rb, idx);
 	if (write && pte_resident(pte_at(idx))) {
-		if (P.c.keep_frames)
+		if (pager_opt(OPT_KEEP_FRAMES))
 			pte_put(idx, pte_at(idx) | PTE_KEEP);
 		else
 			pager_release_frame(node, pfn);
@@ -492,9 +494,9 @@ static void fetch_remote(uint64_t idx, bool write)
 int fault_init(void)
 {
 	if (P.c.prefetch_policy != PREFETCH_READ_BUFFER &&
-	    !(landing = rt_alloc((size_t)P.c.prefetch << PAGE_SHIFT)))
+	    !(landing = rt_alloc((size_t)pager_opt(OPT_PREFETCH) << PAGE_SHIFT)))
 		return -ENOMEM;
-	return prefetch_create(P.c.prefetch_policy, P.c.prefetch, &P.pf);
+	return prefetch_create(P.c.prefetch_policy, pager_opt(OPT_PREFETCH), &P.pf);
 }
 
 static char lost_page[PAGE_SIZE] __attribute__((aligned(PAGE_SIZE)));
@@ -556,7 +558,7 @@ static void fault_wp(uint64_t idx)
 		uffd_wake(P.c.uffd, page_addr(idx), PAGE_SIZE);
 		return;
 	}
-	if (P.c.keep_frames) {
+	if (pager_opt(OPT_KEEP_FRAMES)) {
 		e |= PTE_KEEP;
 	} else {
 		pager_release_frame(pte_node(e), pte_pfn(e));
@@ -574,6 +576,7 @@ static struct { uint64_t since; uintptr_t addr; } busy[MAX_HANDLERS];
 
 static void handle(const struct uffd_msg *m, unsigned h)
 {
+	uint64_t wedge = pager_opt(OPT_TEST_WEDGE_AFTER), drop = wedge ? 0 : pager_opt(OPT_TEST_DROP_AFTER);
 	uintptr_t a = m->arg.pagefault.address & ~(PAGE_SIZE - 1);
 	uint64_t idx;
 
@@ -583,7 +586,7 @@ static void handle(const struct uffd_msg *m, unsigned h)
 		uffd_wake(P.c.uffd, (void *)a, PAGE_SIZE);
 		return;
 	}
-	if (P.c.wedge_drop && P.faults >= P.c.wedge_after)
+	if (drop && P.faults >= drop)
 		return; /* test hook: a fault read and never answered */
 	__atomic_store_n(&busy[h].addr, a, __ATOMIC_RELAXED);
 	idx = (a - (uintptr_t)P.c.base) >> PAGE_SHIFT;
@@ -591,7 +594,9 @@ static void handle(const struct uffd_msg *m, unsigned h)
 		fault_wp(idx);
 	else
 		fault_missing(idx, m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE);
-	if (P.c.wedge_after && ++P.faults >= P.c.wedge_after && !P.c.wedge_drop)
+	if (wedge | drop)
+		P.faults++;
+	if (wedge && P.faults >= wedge)
 		for (;;) /* test hook: wedge while holding the batch, for the watchdog */
 			pause();
 }
@@ -626,7 +631,7 @@ static void wait_for_faults(int ms, uint64_t now)
 void pager_run(int cpu)
 {
 	unsigned h = __atomic_fetch_add(&nhandlers, 1, __ATOMIC_RELAXED) % MAX_HANDLERS;
-	uint64_t spin = cpu < 0 ? P.c.spin_ns : 0, idle_since = now_ns();
+	uint64_t spin = cpu < 0 ? pager_opt(OPT_HANDLER_SPIN) : 0, idle_since = now_ns();
 	struct uffd_msg msg[64];
 
 	if (cpu >= 0) {
@@ -669,7 +674,7 @@ void pager_run(int cpu)
 		 * preempted it (P32) */
 		if (now - idle_since < spin && wakeup_may_poll(now)) {
 			wait_for_faults(0, now);
-			if (P.c.spin_yield)
+			if (pager_opt(OPT_HANDLER_YIELD))
 				sched_yield();
 			else
 				cpu_relax();

@@ -221,7 +221,7 @@ static uint64_t clear_slice(uint64_t lo, uint64_t hi, unsigned d, bool failed)
 /* One pass over the used parts of the heap and the mmap area. */
 static uint64_t pass(unsigned d, bool failed)
 {
-	uint64_t found = 0, slice = P.c.replicas > 1 && !failed ? SLICE_COPIES : SLICE;
+	uint64_t found = 0, slice = pager_opt(OPT_REPLICAS) > 1 && !failed ? SLICE_COPIES : SLICE;
 
 	for (int area = 0; area < 2; area++) {
 		uint64_t lo = area ? P.c.heap_pages : 0;

@@ -134,13 +134,9 @@ static int start(const struct pager_config *cfg)
 	P.c = *cfg;
 	P.budget = cfg->budget_pages;
 	cfg->stats->budget_bytes = cfg->budget_pages << PAGE_SHIFT;
-	if (P.c.evict_batch > MAX_BATCH)
-		P.c.evict_batch = MAX_BATCH;
-	if (!P.c.zero_window)
-		P.c.zero_window = 1;
 	if ((cfg->prefetch_policy == PREFETCH_READ_BUFFER &&
-	     (err = rbuf_create(cfg->rbuf_pages, cfg->prefetch, &P.rb))) ||
-	    (err = evict_create(2 * cfg->budget_pages + 4096, cfg->clock, &P.ev)))
+	     (err = rbuf_create(cfg->rbuf_pages, (uint32_t)pager_opt(OPT_PREFETCH), &P.rb))) ||
+	    (err = evict_create(2 * cfg->budget_pages + 4096, pager_opt(OPT_EVICT_POLICY) == EVICT_CLOCK, &P.ev)))
 		return err;
 	P.nnodes = client_nodes(cfg->client); /* at most OPT_MEMNODE_MAX: the client refuses more */
 	for (unsigned n = 0; n < P.nnodes; n++)
@@ -166,10 +162,10 @@ static int start(const struct pager_config *cfg)
 	P.mapsfd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	if ((err = uffd_register(cfg->uffd, cfg->base, cfg->npages << PAGE_SHIFT, true)) ||
 	    (err = reclaim_init()) || (err = fault_init()) || (err = replica_init()) ||
-	    (err = backup_init(cfg->backup_dir)))
+	    (err = backup_init(opt_str(cfg->opts, OPT_BACKUP_DIR))))
 		return err;
 	cfg->stats->rbuf_bytes = rbuf_bytes(P.rb);
-	cfg->stats->wbuf_bytes = (uint64_t)P.nnodes * cfg->wbuf_pages * PAGE_SIZE;
+	cfg->stats->wbuf_bytes = (uint64_t)P.nnodes * pager_opt(OPT_WBUF_PAGES) * PAGE_SIZE;
 	return 0;
 }
 
@@ -721,7 +717,7 @@ uint64_t pager_bring_all(bool read)
 static void fork_prepare(void)
 {
 	__atomic_store_n(&P.no_evict, 1, __ATOMIC_RELEASE);
-	if (P.c.lazy_fork && !__atomic_load_n(&P.wipe_on_fork, __ATOMIC_ACQUIRE)) {
+	if (pager_opt(OPT_LAZY_FORK) && !__atomic_load_n(&P.wipe_on_fork, __ATOMIC_ACQUIRE)) {
 		pager_lock("fork");
 		reclaim_flush_all(); /* no page of the snapshot may sit in a write buffer */
 		if (!forkchild_prepare())

@@ -13,30 +13,26 @@
 #include <sys/types.h>
 
 struct comex_client;
+struct options;
+
+#define MAX_BATCH 256 /* pages one eviction batch handles (PAGEMAP_MAX_PAGES); evict-batch's limit */
 struct stats;
 
+/* What the pager is given: the options (read where they are used, through
+ * pager_opt), and what the runtime derived from them and from the machine. */
 struct pager_config {
+	const struct options *opts; /* outlives the pager */
 	char *base;               /* managed region, registered with uffd */
 	uint64_t npages;
 	uint64_t heap_pages;      /* [0, heap_pages): the allocator's arena, handed out as a whole */
 	uint64_t budget_pages;    /* resident program pages allowed (with follow: at most) */
 	uint64_t follow_reserve;  /* with follow: bytes of the cgroup's room never taken (P38) */
 	bool follow;              /* local-mem auto in a memory cgroup: the budget follows its room */
-	uint32_t prefetch, rbuf_pages, wbuf_pages, flush_run, evict_batch, zero_window;
-	unsigned prefetch_policy; /* enum prefetch_policy; PREFETCH_READ_BUFFER keeps a read buffer of rbuf_pages */
-	bool clock, keep_frames;
-	bool write_behind;        /* two write buffers per node, one written while the other fills */
-	bool write_fill;          /* unchanged victims continuing a buffer's run are rewritten (P37) */
+	uint32_t rbuf_pages;      /* the read buffer, or the landing area of one plan (rbuf-pages, shrunk
+				   * for a small local-mem; prefetch without a read buffer) */
+	unsigned prefetch_policy; /* enum prefetch_policy: prefetch-policy, or the read buffer's when
+				   * prefetch-map is false */
 	bool async;               /* descriptor has WP_ASYNC and MOVE: writes to clean pages never fault */
-	bool reclaimer;           /* evict on the reclaimer thread between watermarks */
-	bool lazy_fork;           /* uffd has UFFD_EVENT_FORK: children served from a snapshot */
-	unsigned placement;       /* enum placement_policy: which memnode an evicted page goes to */
-	unsigned replicas;        /* copies of every evicted page on distinct memnodes (1-3) */
-	const char *backup_dir;   /* evicted pages also go to a file there ("": no backup) */
-	uint64_t spin_ns;
-	bool spin_yield;          /* the spinning handler yields between polls (else pauses) */
-	uint64_t wedge_after;     /* test hook: stop serving after this many faults (0: never) */
-	bool wedge_drop;          /* ... by reading faults and never answering them (else by hanging in one) */
 	int uffd;
 	struct comex_client *client;
 	struct stats *stats;
@@ -52,7 +48,7 @@ int pager_reattach(const struct pager_config *cfg);
 void pager_fit(void);
 /* A fault handler thread's body, pinned to cpu (>= 0) or not; never returns. */
 void pager_run(int cpu);
-/* The reclaimer thread's body (when cfg->reclaimer); never returns. */
+/* The reclaimer thread's body (when pager_opt(OPT_RECLAIMER)); never returns. */
 void *pager_reclaimer(void *arg);
 /* Watchdog probe: nanoseconds the handler has been stuck on one batch of
  * faults (0 if idle or progressing), and the address it is serving. */

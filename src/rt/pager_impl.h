@@ -15,12 +15,12 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "options.h"
 #include "pager.h"
 #include "pagetab.h"
 #include "stats.h"
 #include "transport.h"
 
-#define MAX_BATCH 256 /* pages one eviction batch handles (PAGEMAP_MAX_PAGES) */
 
 struct pager {
 	pthread_mutex_t lock;
@@ -136,6 +136,8 @@ static inline void pager_cond_wait(pthread_cond_t *c, const char *why)
 	pager_note_holder(why);
 }
 
+/* A pager option's value (pager_config.opts), read where it is used. */
+static inline uint64_t pager_opt(enum opt_id id) { return opt_num(P.c.opts, id); }
 static inline char *page_addr(uint64_t idx) { return P.c.base + (idx << PAGE_SHIFT); }
 static inline bool in_heap(uint64_t idx) { return idx < P.c.heap_pages; }
 

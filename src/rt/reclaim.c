@@ -52,10 +52,10 @@ static unsigned place_run(void)
 {
 	uint64_t room[OPT_MEMNODE_MAX];
 
-	if (P.c.placement == PLACEMENT_HASH)
+	if (pager_opt(OPT_PLACEMENT) == PLACEMENT_HASH)
 		return P.preferred;
 	client_room(P.c.client, room, P.nnodes);
-	return placement_pick(P.c.placement, P.preferred, room, P.nnodes, &P.rng);
+	return placement_pick(pager_opt(OPT_PLACEMENT), P.preferred, room, P.nnodes, &P.rng);
 }
 
 /* One frame for an evicted page, from placement's node or, when that one
@@ -75,7 +75,7 @@ static int take_frame(unsigned *node_out, uint32_t *pfn_out)
 		P.cur_left = PLACE_FRAMES;
 		/* the frames the client keeps ahead for the node we leave would sit
 		 * idle there, counted as used, until placement comes back */
-		if (P.cur != was && P.c.placement != PLACEMENT_HASH)
+		if (P.cur != was && pager_opt(OPT_PLACEMENT) != PLACEMENT_HASH)
 			client_trim(P.c.client, was);
 	}
 	for (unsigned a = 0; a < P.nnodes; a++) {
@@ -83,7 +83,7 @@ static int take_frame(unsigned *node_out, uint32_t *pfn_out)
 		uint32_t pfn, count;
 
 		if (!P.cursor[n].left) {
-			if (client_alloc(P.c.client, n, P.c.flush_run, &pfn, &count))
+			if (client_alloc(P.c.client, n, pager_opt(OPT_FLUSH_RUN), &pfn, &count))
 				continue;
 			P.cursor[n].pfn = pfn;
 			P.cursor[n].left = count;
@@ -119,11 +119,11 @@ static void retire(unsigned node, struct wbuf *wb, int err)
 
 	wbuf_run(wb, &pfn, &count, &data);
 	backup_wait(wb); /* its pages stay here until the backup file has them */
-	if (P.c.replicas > 1 || backup_on())
+	if (pager_opt(OPT_REPLICAS) > 1 || backup_on())
 		replica_settle(node, wb, err);
 	else if (err)
 		write_failed(wb, err);
-	for (uint32_t i = 0; i < count && P.c.replicas == 1 && !backup_on(); i++) {
+	for (uint32_t i = 0; i < count && pager_opt(OPT_REPLICAS) == 1 && !backup_on(); i++) {
 		uint64_t idx;
 		bool cancelled;
 
@@ -176,7 +176,7 @@ static void flush(unsigned node)
 	P.wb[node] = P.wb_out[node];
 	P.wb_out[node] = wb;
 	if ((err = client_write_start(P.c.client, node, pfn, count, data, &P.wb_op[node]))) {
-		if (P.c.replicas == 1 && !backup_on())
+		if (pager_opt(OPT_REPLICAS) == 1 && !backup_on())
 			write_failed(wb, err);
 		P.wb_op[node] = (struct tp_op){ .done = true, .status = err }; /* settle() sees it */
 	}
@@ -197,12 +197,12 @@ void reclaim_flush_all(void)
  * one fills while the other's write is in flight; else one. */
 int reclaim_add_node(unsigned node)
 {
-	bool two = P.c.write_behind && P.c.wbuf_pages >= 2;
-	uint32_t aux = P.c.replicas - 1; /* extra copies' locations (replica.c) */
-	int err = wbuf_create(two ? P.c.wbuf_pages / 2 : P.c.wbuf_pages, P.c.flush_run, aux, &P.wb[node]);
+	bool two = pager_opt(OPT_WRITE_BEHIND) && pager_opt(OPT_WBUF_PAGES) >= 2;
+	uint32_t aux = pager_opt(OPT_REPLICAS) - 1; /* extra copies' locations (replica.c) */
+	int err = wbuf_create(two ? pager_opt(OPT_WBUF_PAGES) / 2 : pager_opt(OPT_WBUF_PAGES), pager_opt(OPT_FLUSH_RUN), aux, &P.wb[node]);
 
 	if (!err && two)
-		err = wbuf_create(P.c.wbuf_pages / 2, P.c.flush_run, aux, &P.wb_out[node]);
+		err = wbuf_create(pager_opt(OPT_WBUF_PAGES) / 2, pager_opt(OPT_FLUSH_RUN), aux, &P.wb_out[node]);
 	return err;
 }
 
@@ -333,7 +333,7 @@ static void drop_clean(uint64_t idx, bool written)
  * dropped when it was written. */
 static bool unchanged_keep(uint64_t idx, pagesum_t sum)
 {
-	if (!(pte_at(idx) & PTE_KEEP) || P.c.replicas > 1 || backup_on() || !pagesum_eq(sum, sum_at(idx)))
+	if (!(pte_at(idx) & PTE_KEEP) || pager_opt(OPT_REPLICAS) > 1 || backup_on() || !pagesum_eq(sum, sum_at(idx)))
 		return false;
 	drop_clean(idx, true);
 	return true;
@@ -565,7 +565,7 @@ static bool fills_gap(pte_t e)
 	uint32_t first, count;
 	const void *data;
 
-	if (!P.c.write_fill || !P.c.keep_frames || P.c.replicas > 1)
+	if (!pager_opt(OPT_WRITE_FILL) || !pager_opt(OPT_KEEP_FRAMES) || pager_opt(OPT_REPLICAS) > 1)
 		return false;
 	wbuf_run(wb, &first, &count, &data);
 	return count && !wbuf_must_flush_before(wb, pte_pfn(e));
@@ -595,7 +595,7 @@ static bool evict_parked(uint64_t idx, uint8_t st, const char *src, bool alone)
 		else
 			STAT_ADD(P.c.stats, pages_written_clean, 1);
 		replica_drop(idx);
-		if (P.c.keep_frames) {
+		if (pager_opt(OPT_KEEP_FRAMES)) {
 			pte_put(idx, pte_set_state(e, PTE_DIRTY) | PTE_KEEP);
 		} else {
 			pager_release_frame(pte_node(e), pte_pfn(e));
@@ -675,7 +675,7 @@ static uint32_t evict_victims(const uint64_t *v, uint32_t n)
 static uint32_t evict_batch(void)
 {
 	uint64_t v[MAX_BATCH];
-	uint32_t n = evict_pick(P.ev, &P.tab, P.c.evict_batch, v);
+	uint32_t n = evict_pick(P.ev, &P.tab, pager_opt(OPT_EVICT_BATCH), v);
 
 	return n ? evict_victims(v, n) : 0;
 }
@@ -734,7 +734,7 @@ static bool below_low(void) { return P.resident + P.low_free > P.budget; }
 
 void reclaim_poke(void)
 {
-	if (P.c.reclaimer && below_low() && may_evict())
+	if (pager_opt(OPT_RECLAIMER) && below_low() && may_evict())
 		pthread_cond_signal(&P.reclaim_wake);
 }
 
@@ -769,8 +769,8 @@ int reclaim_init(void)
 {
 	uint64_t low = P.c.budget_pages / 32;
 
-	if (low < 2ull * P.c.evict_batch)
-		low = 2ull * P.c.evict_batch;
+	if (low < 2ull * pager_opt(OPT_EVICT_BATCH))
+		low = 2ull * pager_opt(OPT_EVICT_BATCH);
 	P.low_free = low;
 	P.high_free = 2 * low;
 	/* copies of victims: every one in synchronous mode, those of mappings

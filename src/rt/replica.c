@@ -48,7 +48,7 @@ static void set_degraded(void) { __atomic_store_n(&degraded, true, __ATOMIC_RELA
 
 int replica_init(void)
 {
-	extra = P.c.replicas > 1 ? P.c.replicas - 1 : 0;
+	extra = pager_opt(OPT_REPLICAS) > 1 ? pager_opt(OPT_REPLICAS) - 1 : 0;
 	if (!extra)
 		return 0;
 	tab = rt_alloc(P.c.npages * extra * sizeof(uint64_t));
@@ -62,7 +62,7 @@ static int take(unsigned n0, unsigned t, uint32_t *pfn_out)
 	uint32_t pfn, count;
 
 	if (!cur[n0][t].left) {
-		if (client_alloc(P.c.client, t, P.c.flush_run, &pfn, &count))
+		if (client_alloc(P.c.client, t, pager_opt(OPT_FLUSH_RUN), &pfn, &count))
 			return -ENOSPC;
 		cur[n0][t].pfn = pfn;
 		cur[n0][t].left = count;
@@ -205,7 +205,7 @@ static void retire_slot(unsigned n0, uint32_t pfn, uint64_t idx, const uint64_t 
 	pte_put(idx, pte_make(pte_at(idx), PTE_REMOTE, loc_node(l[0]), loc_pfn(l[0])));
 	for (unsigned k = 0; k < extra; k++)
 		copies(idx)[k] = k + 1 < n ? l[k + 1] : 0;
-	if (n < P.c.replicas)
+	if (n < pager_opt(OPT_REPLICAS))
 		set_degraded();
 }
 
@@ -393,7 +393,7 @@ static bool repair_page(uint64_t i, uint64_t unusable, unsigned *made)
 		else if (free_k == extra)
 			free_k = k;
 	}
-	if (have >= P.c.replicas)
+	if (have >= pager_opt(OPT_REPLICAS))
 		return true;
 	if (!new_frame(i, unusable, &t, &pfn))
 		return false; /* read nothing: no memnode can take it now */
@@ -407,7 +407,7 @@ static bool repair_page(uint64_t i, uint64_t unusable, unsigned *made)
 	STAT_ADD(P.c.stats, pages_rereplicated, 1);
 	STAT_ADD(P.c.stats, bytes_written, PAGE_SIZE);
 	(*made)++;
-	return have + 1 >= P.c.replicas;
+	return have + 1 >= pager_opt(OPT_REPLICAS);
 }
 
 /* ---- a leaving memnode's copies ---- */
@@ -511,7 +511,7 @@ void replica_repair(uint64_t unusable)
 	pager_unlock();
 	if (made && !lacking)
 		log_info("re-replicated: %llu page copies made again, every page has its %u copies",
-			 (unsigned long long)made, P.c.replicas);
+			 (unsigned long long)made, (unsigned)pager_opt(OPT_REPLICAS));
 	else if (made)
 		log_info("%llu page copies made again; some pages still lack copies (no memnode has room)",
 			 (unsigned long long)made);

@@ -11,7 +11,7 @@
 
 struct wbuf;
 
-/* The side table, when P.c.replicas > 1 (none otherwise). */
+/* The side table, when pager_opt(OPT_REPLICAS) > 1 (none otherwise). */
 int replica_init(void);
 /* Eviction just added a page to primary node n0's buffer wb: frames for its
  * extra copies (fewer when fewer memnodes have room: re-replicated later). */

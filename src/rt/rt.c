@@ -288,7 +288,7 @@ static int follow_reserve(uint64_t lim, uint64_t buffers, struct pager_config *p
  * upper bound; the fault path follows the room left under it (reclaim.c). */
 static int budget(unsigned nodes, struct pager_config *pc)
 {
-	uint64_t m, lim, wb = (uint64_t)nodes * pc->wbuf_pages;
+	uint64_t m, lim, wb = nodes * opt_num(&opts, OPT_WBUF_PAGES), prefetch = opt_num(&opts, OPT_PREFETCH);
 
 	if (options_parse_size(opt_str(&opts, OPT_LOCAL_MEM), &m)) {
 		log_error("option local-mem: '%s' is not a size (the runtime needs bytes; 'auto' is resolved by comex run)",
@@ -300,12 +300,12 @@ static int budget(unsigned nodes, struct pager_config *pc)
 		m = lim;
 	stats->local_mem_bytes = m;
 	if (pc->prefetch_policy != PREFETCH_READ_BUFFER)
-		pc->rbuf_pages = pc->prefetch; /* no read buffer: a landing area for one plan */
+		pc->rbuf_pages = (uint32_t)prefetch; /* no read buffer: a landing area for one plan */
 
 	if (pc->rbuf_pages + wb > (m >> PAGE_SHIFT) / 4) {
 		uint64_t rb = (m >> PAGE_SHIFT) / 8;
 
-		rb = rb < pc->prefetch * 4u ? pc->prefetch * 4u : rb;
+		rb = rb < prefetch * 4 ? prefetch * 4 : rb;
 		log_debug("local-mem %llu MiB is small: read buffer shrunk from %u to %llu pages",
 			 (unsigned long long)(m >> 20), pc->rbuf_pages, (unsigned long long)rb);
 		pc->rbuf_pages = (uint32_t)rb;
@@ -321,47 +321,30 @@ static int budget(unsigned nodes, struct pager_config *pc)
 
 static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 {
-	const char *wedge = getenv("COMEX_TEST_WEDGE_AFTER");
-	const char *drop = getenv("COMEX_TEST_DROP_AFTER");
+	uint64_t prefetch = opt_num(&opts, OPT_PREFETCH), replicas = opt_num(&opts, OPT_REPLICAS);
+	uint64_t batch = opt_num(&opts, OPT_EVICT_BATCH);
 
 	*pc = (struct pager_config){
+		.opts = &opts,
 		.base = rt_heap_lo, .npages = (uint64_t)(rt_region_hi - rt_heap_lo) >> PAGE_SHIFT,
 		.heap_pages = (uint64_t)(rt_heap_hi - rt_heap_lo) >> PAGE_SHIFT,
-		.prefetch = (uint32_t)opt_num(&opts, OPT_PREFETCH),
 		.rbuf_pages = (uint32_t)opt_num(&opts, OPT_RBUF_PAGES),
-		.wbuf_pages = (uint32_t)opt_num(&opts, OPT_WBUF_PAGES),
-		.flush_run = (uint32_t)opt_num(&opts, OPT_FLUSH_RUN),
-		.evict_batch = (uint32_t)opt_num(&opts, OPT_EVICT_BATCH),
-		.zero_window = (uint32_t)opt_num(&opts, OPT_ZERO_WINDOW),
-		.clock = opt_num(&opts, OPT_EVICT_POLICY) == EVICT_CLOCK,
 		.prefetch_policy = opt_num(&opts, OPT_PREFETCH_MAP) ? (unsigned)opt_num(&opts, OPT_PREFETCH_POLICY)
 								    : PREFETCH_READ_BUFFER,
-		.keep_frames = opt_num(&opts, OPT_KEEP_FRAMES),
-		.write_fill = opt_num(&opts, OPT_WRITE_FILL),
-		.write_behind = opt_num(&opts, OPT_WRITE_BEHIND),
-		.reclaimer = opt_num(&opts, OPT_RECLAIMER),
-		.lazy_fork = opt_num(&opts, OPT_LAZY_FORK),
-		.replicas = (unsigned)opt_num(&opts, OPT_REPLICAS),
-		.backup_dir = opt_str(&opts, OPT_BACKUP_DIR),
-		.spin_ns = opt_num(&opts, OPT_HANDLER_SPIN),
-		.spin_yield = opt_num(&opts, OPT_HANDLER_YIELD),
-		.wedge_after = wedge ? strtoull(wedge, NULL, 10) : drop ? strtoull(drop, NULL, 10) : 0,
-		.wedge_drop = !wedge && drop,
-		.placement = (unsigned)opt_num(&opts, OPT_PLACEMENT),
 		.uffd = uffd, .client = cl, .stats = stats,
 	};
-	if (pc->prefetch_policy == PREFETCH_READ_BUFFER && pc->prefetch > 64) {
-		log_error("option prefetch: %u pages; at most 64 with prefetch-map false (the read buffer's window)",
-			  pc->prefetch);
+	if (pc->prefetch_policy == PREFETCH_READ_BUFFER && prefetch > 64) {
+		log_error("option prefetch: %llu pages; at most 64 with prefetch-map false (the read buffer's window)",
+			  (unsigned long long)prefetch);
 		return -EINVAL;
 	}
-	if (!pc->evict_batch || pc->evict_batch > 256 || !pc->wbuf_pages || !pc->flush_run) {
+	if (!batch || batch > MAX_BATCH || !opt_num(&opts, OPT_WBUF_PAGES) || !opt_num(&opts, OPT_FLUSH_RUN)) {
 		log_error("options evict-batch (1-256), wbuf-pages and flush-run must be positive");
 		return -EINVAL;
 	}
-	if (pc->replicas < 1 || pc->replicas > 3 || pc->replicas > client_nodes(cl)) {
-		log_error("option replicas: %u copies of every page; it must be 1-3 and at most the number of memnodes (%u)",
-			  pc->replicas, client_nodes(cl));
+	if (replicas < 1 || replicas > 3 || replicas > client_nodes(cl)) {
+		log_error("option replicas: %llu copies of every page; it must be 1-3 and at most the number of memnodes (%u)",
+			  (unsigned long long)replicas, client_nodes(cl));
 		return -EINVAL;
 	}
 	return budget(client_nodes(cl), pc);
@@ -484,7 +467,7 @@ static const char *start(bool take_over)
 	if (!take_over)
 		pthread_atfork(fork_prepare, fork_parent, fork_child);
 	start_handlers();
-	if (pc.reclaimer)
+	if (opt_num(&opts, OPT_RECLAIMER))
 		start_thread(reclaimer_main, NULL, "comex-reclaim");
 	start_thread(watchdog_main, NULL, "comex-watchdog");
 	start_thread(membership_main, NULL, "comex-members");
