@@ -18,7 +18,7 @@
 #include "forkchild.h"
 #include "log.h"
 #include "ranges.h"
-#include "rawsys.h"
+#include "os.h"
 #include "wakeup.h"
 #include "pager_impl.h"
 #include "prefetch.h"

@@ -19,6 +19,7 @@
 #include "pager_impl.h"
 #include "ranges.h"
 #include "uffd.h"
+#include "os.h"
 
 #ifndef MREMAP_DONTUNMAP
 #define MREMAP_DONTUNMAP 4
@@ -59,14 +60,14 @@ int foreign_runs(uint64_t lo, uint64_t hi, int (*fn)(uint64_t lo, uint64_t hi, b
 static int give_back(uint64_t lo, uint64_t hi, bool hole)
 {
 	size_t len = (hi - lo) << PAGE_SHIFT;
-	long p = syscall(SYS_mmap, page_addr(lo), len, PROT_READ | PROT_WRITE,
+	long p = os_mmap(page_addr(lo), len, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (hole ? MAP_FIXED_NOREPLACE : MAP_FIXED), -1, 0);
 	int err;
 
 	if (p == -1 || p != (long)(uintptr_t)page_addr(lo)) {
 		err = p == -1 ? -errno : -EEXIST;
 		if (p != -1)
-			syscall(SYS_munmap, p, len);
+			os_munmap((void *)p, len);
 		log_error("cannot put the managed region back at %p+%zu after a foreign mapping left: %s; "
 			  "those pages stay unmanaged", page_addr(lo), len, strerror(-err));
 		return err;
@@ -134,7 +135,7 @@ int foreign_map(void *addr, size_t len, int prot, int flags, int fd, off_t off, 
 	}
 	if (!err) {
 		/* our own mapping is there: the kernel must replace it */
-		p = syscall(SYS_mmap, addr, len, prot, (flags & ~MAP_FIXED_NOREPLACE) | MAP_FIXED, fd, off);
+		p = os_mmap(addr, len, prot, (flags & ~MAP_FIXED_NOREPLACE) | MAP_FIXED, fd, off);
 		if (p == -1) {
 			err = -errno;
 			if (taken)
@@ -165,10 +166,10 @@ int foreign_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *new
 	if (!(flags & MREMAP_FIXED) && nn > on && clamp(o + on, nn - on, &glo, &ghi) &&
 	    glo >= P.c.heap_pages && ghi - glo == (nn - on) >> PAGE_SHIFT &&
 	    !ranges_take(P.ranges, glo - P.c.heap_pages, ghi - glo)) {
-		syscall(SYS_munmap, page_addr(glo), (ghi - glo) << PAGE_SHIFT);
+		os_munmap(page_addr(glo), (ghi - glo) << PAGE_SHIFT);
 		grew = true;
 	}
-	r = syscall(SYS_mremap, old, oldlen, newlen, flags, newaddr);
+	r = os_mremap(old, oldlen, newlen, flags, newaddr);
 	if (r == -1) {
 		err = -errno;
 		if (grew) {

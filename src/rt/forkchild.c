@@ -39,6 +39,7 @@
 #include "pager_impl.h"
 #include "rtmem.h"
 #include "uffd.h"
+#include "os.h"
 
 #define MAX_CHILDREN 8     /* served at once; a further fork brings every page home */
 #define RUN_PAGES    64    /* pages one child fault may read: a run of consecutive frames */
@@ -439,7 +440,7 @@ void forkchild_complete_all(void)
 		close(c->uffd);
 		c->uffd = -1;
 		__atomic_store_n(&shared_of(c->got)->complete, 1, __ATOMIC_RELEASE);
-		syscall(SYS_futex, &shared_of(c->got)->complete, FUTEX_WAKE, 1, NULL, NULL, 0);
+		os_futex_wake(&shared_of(c->got)->complete, 1);
 		STAT_ADD(P.c.stats, children_handed, 1);
 		free_slot(c);
 	}
@@ -483,7 +484,7 @@ int forkchild_wait_own(pid_t parent, int ms, int *pidfd)
 		int *flag = &shared_of(lazy_got)->complete;
 
 		if (!__atomic_load_n(flag, __ATOMIC_ACQUIRE))
-			syscall(SYS_futex, flag, FUTEX_WAIT, 0, &ts, NULL, 0);
+			os_futex_wait(flag, 0, &ts);
 		return __atomic_load_n(flag, __ATOMIC_ACQUIRE) ? 1 : 0;
 	}
 	if (*pidfd < 0 && (*pidfd = (int)syscall(SYS_pidfd_open, parent, 0)) < 0)

@@ -14,6 +14,7 @@
 #include "procfile.h"
 #include "ranges.h"
 #include "sysmem.h"
+#include "os.h"
 
 enum { HOME_REQUEST = 1, HOME_TRACER = 2, HOME_CORE = 4 };
 
@@ -152,7 +153,7 @@ static void trim_map_area(void)
 
 void home_for_core(void)
 {
-	int self = (int)syscall(SYS_gettid);
+	int self = os_gettid();
 
 	if (!P.tab.top || P.detached)
 		return;

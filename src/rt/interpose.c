@@ -42,6 +42,7 @@
 #include "prot.h"
 #include "rt.h"
 #include "watchdog.h"
+#include "os.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -227,11 +228,11 @@ static void *honour_hint(void *addr, size_t len, int prot, int flags)
 
 	if (!__atomic_load_n(&hints_honoured, __ATOMIC_RELAXED))
 		return MAP_FAILED;
-	p = syscall(SYS_mmap, addr, len, prot, flags | MAP_FIXED_NOREPLACE, -1, 0);
+	p = os_mmap(addr, len, prot, flags | MAP_FIXED_NOREPLACE, -1, 0);
 	if (p == (long)(uintptr_t)addr)
 		return addr;
 	if (p != -1) /* a kernel older than 4.17 took NOREPLACE as a hint */
-		syscall(SYS_munmap, p, len);
+		os_munmap((void *)p, len);
 	return MAP_FAILED;
 }
 
@@ -277,7 +278,7 @@ static void *map_flags(void *p, size_t len, int prot, int flags)
 		return fail_ptr(err == -ENOMEM ? -EAGAIN : err); /* mmap's word for over RLIMIT_MEMLOCK */
 	}
 	if ((flags & (MAP_POPULATE | MAP_LOCKED)) == MAP_POPULATE && (prot & PROT_READ) && pager_fits(len))
-		syscall(SYS_madvise, p, len, prot & PROT_WRITE ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+		os_madvise(p, len, prot & PROT_WRITE ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
 	return p;
 }
 
@@ -314,7 +315,7 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 			return err ? fail_ptr(err) : p;
 		}
 	}
-	p = (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+	p = (void *)os_mmap(addr, len, prot, flags, fd, off);
 	return p;
 }
 EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
@@ -329,7 +330,7 @@ EXPORT int munmap(void *addr, size_t len)
 			hint_check_unmap(addr, len);
 		return err ? fail_int(err) : 0;
 	}
-	return (int)syscall(SYS_munmap, addr, len);
+	return os_munmap(addr, len);
 }
 
 EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
@@ -348,7 +349,7 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 
 		return err ? fail_ptr(err) : out;
 	}
-	return (void *)syscall(SYS_mremap, old, oldlen, newlen, flags, newaddr);
+	return (void *)os_mremap(old, oldlen, newlen, flags, newaddr);
 }
 
 EXPORT int madvise(void *addr, size_t len, int advice)
@@ -372,7 +373,7 @@ EXPORT int madvise(void *addr, size_t len, int advice)
 			break;
 		}
 	}
-	return (int)syscall(SYS_madvise, addr, len, advice);
+	return os_madvise(addr, len, advice);
 }
 
 /* Protections and locks: the pager records them (P30). */
@@ -383,7 +384,7 @@ EXPORT int mprotect(void *addr, size_t len, int prot)
 
 		return err ? fail_int(err) : 0;
 	}
-	return (int)syscall(SYS_mprotect, addr, len, prot);
+	return os_mprotect(addr, len, prot);
 }
 
 EXPORT int mlock2(const void *addr, size_t len, unsigned flags)
@@ -393,7 +394,7 @@ EXPORT int mlock2(const void *addr, size_t len, unsigned flags)
 
 		return err ? fail_int(err) : 0;
 	}
-	return (int)syscall(SYS_mlock2, addr, len, flags);
+	return os_mlock2(addr, len, flags);
 }
 
 EXPORT int mlock(const void *addr, size_t len) { return mlock2(addr, len, 0); }
@@ -405,19 +406,19 @@ EXPORT int munlock(const void *addr, size_t len)
 
 		return err ? fail_int(err) : 0;
 	}
-	return (int)syscall(SYS_munlock, addr, len);
+	return os_munlock(addr, len);
 }
 
 EXPORT int mlockall(int flags)
 {
-	int err = managed() ? AS_RUNTIME(prot_mlockall(flags)) : (syscall(SYS_mlockall, flags) ? -errno : 0);
+	int err = managed() ? AS_RUNTIME(prot_mlockall(flags)) : (os_mlockall(flags) ? -errno : 0);
 
 	return err ? fail_int(err) : 0;
 }
 
 EXPORT int munlockall(void)
 {
-	int err = managed() ? AS_RUNTIME(prot_munlockall()) : (syscall(SYS_munlockall) ? -errno : 0);
+	int err = managed() ? AS_RUNTIME(prot_munlockall()) : (os_munlockall() ? -errno : 0);
 
 	return err ? fail_int(err) : 0;
 }
@@ -445,7 +446,7 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 				return fail_int(err);
 		}
 	}
-	return (int)syscall(SYS_ioctl, fd, req, arg);
+	return os_ioctl(fd, req, arg);
 }
 
 /* printf extensions. libquadmath (which numpy loads through OpenBLAS and

@@ -20,7 +20,7 @@
 
 #include "log.h"
 #include "rt.h"
-#include "rawsys.h"
+#include "os.h"
 #include "rtfd.h"
 
 #define EXPORT __attribute__((visibility("default")))

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "home.h"
-#include "rawsys.h"
+#include "os.h"
 #include "rt.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -71,7 +71,7 @@ static void on_core_signal(int sig, siginfo_t *si, void *uc)
 	__atomic_fetch_and(&standing, ~(1ull << sig), __ATOMIC_RELEASE);
 	spin_unlock();
 	if (si->si_code <= 0 || !(sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE))
-		raw6(SYS_tgkill, getpid(), raw6(SYS_gettid, 0, 0, 0, 0, 0, 0), sig, 0, 0, 0);
+		raw6(SYS_tgkill, getpid(), os_gettid(), sig, 0, 0, 0);
 	errno = saved;
 }
 

@@ -9,7 +9,7 @@
 
 #include "log.h"
 #include "pte.h"
-#include "uapi.h"
+#include "os.h"
 
 #define REGIONS 32 /* one call returns at most this many runs of written pages */
 

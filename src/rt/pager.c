@@ -47,7 +47,7 @@
 #include "rbuf.h"
 #include "replica.h"
 #include "rtmem.h"
-#include "uapi.h"
+#include "os.h"
 #include "uffd.h"
 #include "wbuf.h"
 
@@ -116,7 +116,7 @@ static void adopt(uint64_t lo, uint64_t hi)
 	if (hi <= lo)
 		return;
 	vec = rt_alloc(hi - lo);
-	if (!vec || syscall(SYS_mincore, page_addr(lo), (hi - lo) << PAGE_SHIFT, vec))
+	if (!vec || os_mincore(page_addr(lo), (hi - lo) << PAGE_SHIFT, vec))
 		log_warn("cannot find pages touched before start-up (%m); they stay outside the budget");
 	else
 		for (uint64_t i = lo; i < hi; i++)
@@ -307,7 +307,7 @@ static int set_prot(uint64_t lo, uint64_t n, int prot, bool always)
 	uint64_t unlocked = 0;
 
 	if ((always || prot != (PROT_READ | PROT_WRITE)) &&
-	    syscall(SYS_mprotect, page_addr(lo), n << PAGE_SHIFT, prot))
+	    os_mprotect(page_addr(lo), n << PAGE_SHIFT, prot))
 		return -errno;
 	for (uint64_t i = lo; i < lo + n; i++) {
 		pte_t old = pte_at(i), e = pte_set_prot(old & ~PTE_LOCKED, (unsigned)prot & 7);
@@ -394,7 +394,7 @@ static int unmap_managed(uint64_t lo, uint64_t hi)
 		return 0;
 	}
 	forget(lo, hi, PTE_FREE);
-	syscall(SYS_mprotect, page_addr(lo), (hi - lo) << PAGE_SHIFT, PROT_READ | PROT_WRITE);
+	os_mprotect(page_addr(lo), (hi - lo) << PAGE_SHIFT, PROT_READ | PROT_WRITE);
 	/* its table leaves are reused (P45, P50); a dropped entry reads 0, and
 	 * a stale eviction item that matches it only names a candidate */
 	pagetab_drop(&P.tab, lo, hi);
@@ -503,7 +503,7 @@ static void move_prot(uint64_t from, uint64_t on, uint64_t to, uint64_t n)
 			for (uint64_t k = to + i; k < to + j; k++)
 				pte_put(k, pte_at(k) | PTE_LOCKED);
 			prot_count_locked((int64_t)(j - i));
-			syscall(SYS_mlock2, page_addr(to + i), (j - i) << PAGE_SHIFT, MLOCK_ONFAULT);
+			os_mlock2(page_addr(to + i), (j - i) << PAGE_SHIFT, MLOCK_ONFAULT);
 		}
 		i = j;
 	}
@@ -688,9 +688,9 @@ uint64_t pager_bring_home(uint64_t lo, uint64_t hi, bool read)
 		if (!(pte_prot(pte_at(i)) & PROT_READ) && P.detached) {
 			/* a lazy child (P29) has no memnode: its parent serves the
 			 * fault, which must be let through for a moment */
-			syscall(SYS_mprotect, page_addr(i), PAGE_SIZE, PROT_READ);
+			os_mprotect(page_addr(i), PAGE_SIZE, PROT_READ);
 			raw_madvise(page_addr(i), PAGE_SIZE, MADV_POPULATE_READ);
-			syscall(SYS_mprotect, page_addr(i), PAGE_SIZE, (int)pte_prot(pte_at(i)));
+			os_mprotect(page_addr(i), PAGE_SIZE, (int)pte_prot(pte_at(i)));
 		} else if (!(pte_prot(pte_at(i)) & PROT_READ)) { /* no fault of ours can bring it: the pager does */
 			pager_lock("bring a PROT_NONE page home");
 			if (pte_state(pte_at(i)) == s)

@@ -20,6 +20,7 @@
 #include "pagetab.h"
 #include "stats.h"
 #include "transport.h"
+#include "os.h"
 
 
 struct pager {
@@ -89,7 +90,7 @@ static inline void sum_put(uint64_t idx, pagesum_t s) { pagetab_set_sum(&P.tab, 
 static inline void pager_note_holder(const char *why)
 {
 	P.held_why = why;
-	P.held_tid = (int)syscall(SYS_gettid);
+	P.held_tid = os_gettid();
 	__atomic_store_n(&P.held_since, now_ns(), __ATOMIC_RELEASE);
 }
 
@@ -154,7 +155,7 @@ static inline void pager_raise_hi(uint64_t lo, uint64_t hi)
 
 static inline int raw_madvise(void *addr, size_t len, int advice)
 {
-	return syscall(SYS_madvise, addr, len, advice) ? -errno : 0;
+	return os_madvise(addr, len, advice) ? -errno : 0;
 }
 
 /* pager.c */

@@ -7,6 +7,7 @@
 
 #include "pagetab.h"
 #include "rtmem.h"
+#include "os.h"
 
 #define LEAF_PAGES  (1ull << PAGETAB_LEAF_SHIFT)
 #define BLOCK_PAGES (1ull << (PAGETAB_LEAF_SHIFT + PAGETAB_BLOCK_SHIFT))
@@ -29,7 +30,7 @@ static int slab_init(struct pagetab_slab *s, uint32_t size, uint64_t cap)
 	if (!s->base || !s->free || !s->summary)
 		return -ENOMEM;
 	/* the runtime's tables are not the program's: out of its core dumps */
-	syscall(SYS_madvise, s->base, slab_bytes(s), MADV_DONTDUMP);
+	os_madvise(s->base, slab_bytes(s), MADV_DONTDUMP);
 	return 0;
 }
 
@@ -87,7 +88,7 @@ static void slab_trim(struct pagetab_slab *s)
 		clear_free(s, --s->top);
 	now = page_up((size_t)s->top * s->size);
 	if (now < had)
-		syscall(SYS_madvise, s->base + now, had - now, MADV_DONTNEED);
+		os_madvise(s->base + now, had - now, MADV_DONTNEED);
 }
 
 int pagetab_init(struct pagetab *t, uint64_t npages)

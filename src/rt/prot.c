@@ -28,7 +28,7 @@
 #include "log.h"
 #include "pager_impl.h"
 #include "ranges.h"
-#include "uapi.h"
+#include "os.h"
 
 /* The part of [addr, addr+len) inside the region, as page indices. */
 static bool pages_of(const void *addr, size_t len, uint64_t *lo, uint64_t *hi)
@@ -75,7 +75,7 @@ static void set_prot(uint64_t lo, uint64_t hi, int prot)
  * theirs) interrupted it inside an interposed call. Waiting would never end. */
 static bool lock_is_mine(void)
 {
-	return __atomic_load_n(&P.held_since, __ATOMIC_ACQUIRE) && P.held_tid == (int)syscall(SYS_gettid);
+	return __atomic_load_n(&P.held_since, __ATOMIC_ACQUIRE) && P.held_tid == os_gettid();
 }
 
 int prot_mprotect(void *addr, size_t len, int prot)
@@ -85,13 +85,13 @@ int prot_mprotect(void *addr, size_t len, int prot)
 	int err = 0;
 
 	if (!pages_of(addr, len, &lo, &hi))
-		return syscall(SYS_mprotect, addr, len, prot) ? -errno : 0;
+		return os_mprotect(addr, len, prot) ? -errno : 0;
 	mine = lock_is_mine();
 	if (!mine)
 		pager_lock("mprotect");
 	if (any_unmapped(lo, hi))
 		err = -ENOMEM;
-	else if (syscall(SYS_mprotect, addr, len, prot))
+	else if (os_mprotect(addr, len, prot))
 		err = -errno;
 	else
 		set_prot(lo, hi, prot);
@@ -138,7 +138,7 @@ int prot_mlock(void *addr, size_t len, unsigned flags)
 	uint64_t lo, hi;
 
 	if (!pages_of(addr, len, &lo, &hi))
-		return syscall(SYS_mlock2, addr, len, flags) ? -errno : 0;
+		return os_mlock2(addr, len, flags) ? -errno : 0;
 	pager_lock("mlock");
 	if (any_unmapped(lo, hi)) {
 		pager_unlock();
@@ -147,7 +147,7 @@ int prot_mlock(void *addr, size_t len, unsigned flags)
 	mark_locked(lo, hi, true); /* before the kernel faults them in: never a victim meanwhile */
 	pager_unlock();
 	/* populates (unless on fault): remote pages come home through the handler */
-	if (syscall(SYS_mlock2, addr, len, flags)) {
+	if (os_mlock2(addr, len, flags)) {
 		int err = -errno;
 
 		pager_lock("mlock");
@@ -161,7 +161,7 @@ int prot_mlock(void *addr, size_t len, unsigned flags)
 int prot_munlock(void *addr, size_t len)
 {
 	uint64_t lo, hi;
-	int err = syscall(SYS_munlock, addr, len) ? -errno : 0;
+	int err = os_munlock(addr, len) ? -errno : 0;
 
 	if (err || !pages_of(addr, len, &lo, &hi))
 		return err;
@@ -174,8 +174,8 @@ int prot_munlock(void *addr, size_t len)
 int prot_mlockall(int flags)
 {
 	if (!P.tab.top || P.detached || !(flags & (MCL_CURRENT | MCL_FUTURE)))
-		return syscall(SYS_mlockall, flags) ? -errno : 0;
-	if (syscall(SYS_mlockall, flags | MCL_ONFAULT))
+		return os_mlockall(flags) ? -errno : 0;
+	if (os_mlockall(flags | MCL_ONFAULT))
 		return -errno;
 	__atomic_store_n(&P.locked_all, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&P.c.stats->locked_all, 1, __ATOMIC_RELAXED);
@@ -196,7 +196,7 @@ int prot_mlockall(int flags)
 
 int prot_munlockall(void)
 {
-	if (syscall(SYS_munlockall))
+	if (os_munlockall())
 		return -errno;
 	if (!P.tab.top || P.detached)
 		return 0;
@@ -219,10 +219,10 @@ int prot_discard(uint64_t lo, uint64_t hi)
 
 	if (err != -EINVAL)
 		return err;
-	syscall(SYS_munlock, page_addr(lo), len);
+	os_munlock(page_addr(lo), len);
 	err = raw_madvise(page_addr(lo), len, MADV_DONTNEED);
 	if (__atomic_load_n(&P.locked_all, __ATOMIC_ACQUIRE))
-		syscall(SYS_mlock2, page_addr(lo), len, MLOCK_ONFAULT);
+		os_mlock2(page_addr(lo), len, MLOCK_ONFAULT);
 	return err;
 }
 

@@ -33,6 +33,7 @@
 #include "transport.h"
 #include "uffd.h"
 #include "wbuf.h"
+#include "os.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -784,7 +785,7 @@ int reclaim_init(void)
 	if (!P.park)
 		return -ENOMEM;
 	for (unsigned prot = 0; prot < 8; prot++)
-		if (prot != PROT_RW && syscall(SYS_mprotect, slot(prot, 0), (size_t)MAX_BATCH << PAGE_SHIFT, prot))
+		if (prot != PROT_RW && os_mprotect(slot(prot, 0), (size_t)MAX_BATCH << PAGE_SHIFT, prot))
 			return -errno;
 	return uffd_register(P.c.uffd, P.park, (size_t)8 * MAX_BATCH << PAGE_SHIFT, false);
 }

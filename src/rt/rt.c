@@ -35,6 +35,7 @@
 #include "uffd.h"
 #include "watchdog.h"
 #include "wakeup.h"
+#include "os.h"
 
 __thread int rt_internal __attribute__((tls_model("initial-exec")));
 int rt_mode;
@@ -90,7 +91,7 @@ static const char *reserve_region(void)
 	if (len < 2 * REGION_ALIGN || len > REGION_MOST)
 		return "option region: must be between 2G and 16T";
 	for (;;) {
-		p = syscall(SYS_mmap, NULL, len + REGION_ALIGN, PROT_READ | PROT_WRITE,
+		p = os_mmap(NULL, len + REGION_ALIGN, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (p != -1 || given || len / 2 < REGION_LEAST)
 			break;
@@ -102,14 +103,14 @@ static const char *reserve_region(void)
 	/* the alignment's slack goes back: left mapped, the kernel merged it
 	 * with the next anonymous mapping and core dumps held up to 1 GiB of it */
 	if (base > (char *)p)
-		syscall(SYS_munmap, p, base - (char *)p);
-	syscall(SYS_munmap, base + len, (char *)p + REGION_ALIGN - base);
+		os_munmap((void *)p, base - (char *)p);
+	os_munmap(base + len, (char *)p + REGION_ALIGN - base);
 	mi_option_set(mi_option_limit_os_alloc, 1);
 	if (!mi_manage_os_memory_ex(base, len / 2, true, false, true, -1, false, &arena)) {
-		syscall(SYS_munmap, base, len);
+		os_munmap(base, len);
 		return "the allocator refused the managed region";
 	}
-	syscall(SYS_madvise, base, len, MADV_NOHUGEPAGE); /* 4 KiB granularity for faults */
+	os_madvise(base, len, MADV_NOHUGEPAGE); /* 4 KiB granularity for faults */
 	rt_heap_lo = base;
 	rt_heap_hi = base + len / 2;
 	rt_region_hi = base + len;

@@ -10,7 +10,7 @@
 
 #include "clock.h"
 #include "log.h"
-#include "rawsys.h"
+#include "os.h"
 
 /* The runtime's descriptors fill the WINDOW numbers below the top, then the
  * window below that, and so on. A UCX connection takes 3-6 descriptors and

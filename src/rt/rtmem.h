@@ -6,8 +6,8 @@
 
 #include <stddef.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+
+#include "os.h"
 
 /* Zeroed, lazily backed memory; NULL on failure (errno set). Backed by
  * 4 KiB pages, never transparent huge pages: a table touched sparsely must
@@ -15,20 +15,20 @@
  * over 256 GiB made the page table alone 537 MiB resident; P45). */
 static inline void *rt_alloc(size_t len)
 {
-	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
+	long p = os_mmap(NULL, len, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	if (p == -1)
 		return NULL;
 	if (len >= (2ul << 20))
-		syscall(SYS_madvise, p, len, MADV_NOHUGEPAGE);
+		os_madvise((void *)p, len, MADV_NOHUGEPAGE);
 	return (void *)p;
 }
 
 static inline void rt_free(void *p, size_t len)
 {
 	if (p)
-		syscall(SYS_munmap, p, len);
+		os_munmap(p, len);
 }
 
 #endif

@@ -10,7 +10,7 @@
 
 #include "log.h"
 #include "rtfd.h"
-#include "uapi.h"
+#include "os.h"
 
 #ifndef USERFAULTFD_IOC_NEW
 #define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00)

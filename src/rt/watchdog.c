@@ -25,6 +25,7 @@
 #include "log.h"
 #include "pager.h"
 #include "procfile.h"
+#include "os.h"
 
 #define TICK_NS 100000000ull /* 100 ms */
 #define SCAN_EVERY 10        /* ticks between task scans (1 s) */
@@ -124,7 +125,7 @@ void watchdog_thread_is_runtime(void)
 	unsigned i = __atomic_fetch_add(&n_rt_tids, 1, __ATOMIC_RELAXED);
 
 	if (i < MAX_RT_THREADS)
-		__atomic_store_n(&rt_tids[i], (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+		__atomic_store_n(&rt_tids[i], os_gettid(), __ATOMIC_RELEASE);
 }
 
 void watchdog_forget_threads(void)
@@ -168,7 +169,7 @@ static bool each_task(bool (*fn)(int tid, void *arg), void *arg)
 
 	if (dfd < 0)
 		return true;
-	while (go && (n = syscall(SYS_getdents64, dfd, buf, sizeof(buf))) > 0) {
+	while (go && (n = os_getdents64(dfd, buf, sizeof(buf))) > 0) {
 		for (long off = 0; go && off < n;) {
 			const char *nm = buf + off + 19; /* d_ino 8, d_off 8, d_reclen 2, d_type 1 */
 			unsigned short reclen;
