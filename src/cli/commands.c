@@ -26,13 +26,28 @@ static int usage_error(const char *name)
 	return 2;
 }
 
+/* The command's options of scope into o (static in the caller: they
+ * outlive the command). The index of the first argument, or -1 when parsing
+ * ended the command, its exit status in *status (help printed: 0; a bad
+ * option, logged: 2). */
+static int parse(struct options *o, unsigned scope, int argc, char **argv, int *status)
+{
+	int first, err = options_configure(o, scope, argc, argv, &first);
+
+	if (err) {
+		*status = err == -ECANCELED ? 0 : 2;
+		return -1;
+	}
+	return first;
+}
+
 static int cmd_memnode(int argc, char **argv)
 {
 	static struct options o;
-	int first, err = options_configure(&o, SC_MEMNODE, argc, argv, &first);
+	int err = 0, first = parse(&o, SC_MEMNODE, argc, argv, &err);
 
-	if (err)
-		return err == -ECANCELED ? 0 : 2;
+	if (first < 0)
+		return err;
 	if (first < argc) {
 		log_error("memnode takes no arguments, got '%s'", argv[first]);
 		return 2;
@@ -45,11 +60,11 @@ static int cmd_memnode(int argc, char **argv)
 static int cmd_check(int argc, char **argv)
 {
 	static struct options o;
-	int first, err = options_configure(&o, SC_CLIENT, argc, argv, &first);
+	int err = 0, first = parse(&o, SC_CLIENT, argc, argv, &err);
 	long pages = 20000;
 
-	if (err)
-		return err == -ECANCELED ? 0 : 2;
+	if (first < 0)
+		return err;
 	if (first < argc)
 		pages = strtol(argv[first], NULL, 10);
 	if (pages <= 0 || pages > 1 << 24) {
@@ -64,13 +79,12 @@ static int cmd_check(int argc, char **argv)
 static int cmd_drain(int argc, char **argv)
 {
 	static struct options o;
-	int first, err = options_configure(&o, SC_CLIENT, argc, argv, &first);
+	int err = 0, first = parse(&o, SC_CLIENT, argc, argv, &err);
 
-	if (err)
-		return err == -ECANCELED ? 0 : 2;
-	if (first != argc - 1) {
+	if (first < 0)
+		return err;
+	if (first != argc - 1)
 		return usage_error("drain");
-	}
 	if (options_set(&o, "memnode", argv[first], "command line"))
 		return 2;
 	return drain_main(&o) ? 1 : 0;
@@ -78,9 +92,8 @@ static int cmd_drain(int argc, char **argv)
 
 static int cmd_token(int argc, char **argv)
 {
-	if (argc != 2 || argv[1][0] == '-') {
+	if (argc != 2 || argv[1][0] == '-')
 		return usage_error("token");
-	}
 	if (auth_token_generate(argv[1]))
 		return 1;
 	printf("wrote a new cluster token to %s; give the same file (mode 0600) to every memnode and client\n", argv[1]);
@@ -90,19 +103,18 @@ static int cmd_token(int argc, char **argv)
 static int cmd_run(int argc, char **argv)
 {
 	static struct options o;
-	int first, err = options_configure(&o, SC_RUN, argc, argv, &first);
+	int err = 0, first = parse(&o, SC_RUN, argc, argv, &err);
 
-	if (err)
-		return err == -ECANCELED ? 0 : 2;
+	if (first < 0)
+		return err;
 	log_threshold = (int)opt_num(&o, OPT_LOG_LEVEL);
 	return run_main(&o, argc - first, argv + first);
 }
 
 static int cmd_stats(int argc, char **argv)
 {
-	if (argc != 2 || atoi(argv[1]) <= 0) {
+	if (argc != 2 || atoi(argv[1]) <= 0)
 		return usage_error("stats");
-	}
 	return stats_main(atoi(argv[1]));
 }
 
@@ -110,9 +122,8 @@ static int cmd_home(int argc, char **argv)
 {
 	bool release = argc == 3 && !strcmp(argv[1], "--release");
 
-	if (argc != 2 + release || atoi(argv[argc - 1]) <= 0) {
+	if (argc != 2 + release || atoi(argv[argc - 1]) <= 0)
 		return usage_error("home");
-	}
 	return home_main(atoi(argv[argc - 1]), release);
 }
 

@@ -25,8 +25,8 @@
 #include "pagecrypt.h"
 #include "proto.h"
 #include "transport.h"
+#include "client_impl.h"
 
-#define MAX_PENDING 32          /* >= any credit grant we honour */
 #define EXHAUSTED_BACKOFF_NS 100000000ull /* after NACK(pool empty): not asked again for 100 ms */
 #define EWMA_WEIGHT 0.125       /* same smoothing as TCP's SRTT */
 #define AUTO_T_MIN 16
@@ -34,67 +34,6 @@
 /* The embedded memnode's pool as a file (CLIENT_POOL_ENV), process-wide:
  * a forked child that reconnects keeps it. fd -1: none. */
 static struct { int fd; uint64_t bytes; char addr[256]; } pool_file = { .fd = -1 };
-
-/* A request awaiting its reply; READ/WRITE carry the caller's transfer. */
-struct pending { uint64_t seq, t0; uint8_t type; struct tp_op *op; void *dst; size_t len; };
-
-struct node {
-	char addr[256];
-	struct comex_client *c;
-	struct tp_ep *ep;
-	int fail_err;                 /* 0 while healthy */
-	uint32_t session;             /* bumped by node_reset; tags each transfer (tp_op.tag) */
-	bool welcomed, goodbye, stats_pending;
-	bool evicting;                /* the memnode is leaving (EVICT): nothing new goes there */
-	bool shrink_due;              /* SHRINK received, not yet handed to client_poll's caller */
-	struct proto_range shrink;    /* the frames it asked us to vacate */
-	bool joining;                 /* out of use, a new session's HELLO is in flight */
-	int join_err;                 /* what ended the join attempt */
-	uint64_t join_t0;
-	struct pagecrypt_meta *meta;  /* encrypt: per frame (pool_frames), what opening it needs */
-	size_t meta_len;
-	bool drain_answered;          /* DRAINING received (comex drain) */
-	struct proto_msg drain_reply;
-	uint16_t nid;
-	uint32_t credits;
-	uint64_t base, pool_frames;
-	bool direct;                  /* frames move through pool_file (P47) */
-	uint8_t rkey[PROTO_MAX_RKEY];
-	uint32_t rkey_len;
-	int reply_err;                /* ERROR reply to a synchronous request */
-	struct pending pend[MAX_PENDING];
-	unsigned npend;
-	struct frame_pool fp;
-	bool alloc_pending;
-	int nack_order;               /* largest free order in the last NACK; -2: none */
-	uint64_t room;                /* frames the memnode could still grant, as its last reply said */
-	uint64_t exhausted_until;
-	struct proto_range rel[PROTO_FREE_MAX_RANGES];
-	uint32_t nrel;
-	uint64_t rel_frames;
-	/* Eq. (1) inputs */
-	double rtt_us, rate_fpus;     /* EWMAs: control RTT, frames consumed per µs */
-	uint64_t taken_since, rate_t0;
-	struct proto_msg last_stats;
-	uint64_t allocs, nacks, releases_sent;
-};
-
-struct comex_client {
-	pthread_mutex_t lock;
-	struct tp *tp;
-	uint64_t client_id, seq;
-	uint64_t spin_ns, timeout_ns;
-	uint64_t connect_timeout_ns;  /* option connect-timeout */
-	uint32_t threshold;
-	bool auto_threshold;          /* derive T per node from Eq. (1) */
-	unsigned order;
-	uint32_t release_batch;
-	unsigned nnodes;
-	struct node node[OPT_MEMNODE_MAX];
-	struct auth_token token;
-	struct pagecrypt *crypt;      /* option encrypt: pages leave sealed */
-	uint8_t *bounce;              /* encrypt: PROTO_MAX_RW_FRAMES sealed pages on their way out */
-};
 
 static void node_fail(struct node *n, int err)
 {
@@ -135,7 +74,7 @@ static int send_msg_bulk(struct node *n, struct proto_msg *m, const void *bulk, 
 	return 0;
 }
 
-static int send_msg(struct node *n, struct proto_msg *m)
+int send_msg(struct node *n, struct proto_msg *m)
 {
 	return send_msg_bulk(n, m, NULL, 0, NULL, NULL);
 }
@@ -301,7 +240,7 @@ static void handle_reply(struct node *n, const struct proto_msg *m, const struct
 	}
 }
 
-static void on_recv(void *arg, struct tp_ep *ep, void *user, const void *msg, size_t len, struct tp_bulk *bulk)
+void on_recv(void *arg, struct tp_ep *ep, void *user, const void *msg, size_t len, struct tp_bulk *bulk)
 {
 	struct node *n = user;
 	struct proto_msg m;
@@ -346,7 +285,7 @@ static void on_recv(void *arg, struct tp_ep *ep, void *user, const void *msg, si
 		handle_reply(n, &m, &p);
 }
 
-static void on_error(void *arg, struct tp_ep *ep, void *user, int err)
+void on_error(void *arg, struct tp_ep *ep, void *user, int err)
 {
 	(void)arg;
 	(void)ep;
@@ -366,7 +305,7 @@ static bool wait_done(void *arg)
 	return w->n->fail_err || w->cond(w->n);
 }
 
-static int wait_for(struct node *n, bool (*cond)(struct node *), struct tp_op *op)
+int wait_for(struct node *n, bool (*cond)(struct node *), struct tp_op *op)
 {
 	struct waiter w = { n, cond, op };
 	int err = tp_run(n->c->tp, wait_done, &w, n->c->spin_ns, n->c->timeout_ns);
@@ -391,7 +330,7 @@ static bool has_credit(struct node *n) { return n->npend < n->credits && n->npen
 static bool alloc_settled(struct node *n) { return !n->alloc_pending; }
 static bool no_pending(struct node *n) { return n->npend == 0; }
 static bool stats_done(struct node *n) { return !n->stats_pending || n->reply_err; }
-static bool said_goodbye(struct node *n) { return n->goodbye; }
+bool said_goodbye(struct node *n) { return n->goodbye; }
 static bool drain_answered(struct node *n) { return n->drain_answered || n->reply_err; }
 
 /* Sends m, first waiting for a credit when all are in use (HPBD §4.2). */
@@ -410,13 +349,13 @@ static int send_with_credit_bulk(struct node *n, struct proto_msg *m, const void
 	return send_msg_bulk(n, m, bulk, bulk_len, op, dst);
 }
 
-static int send_with_credit(struct node *n, struct proto_msg *m)
+int send_with_credit(struct node *n, struct proto_msg *m)
 {
 	return send_with_credit_bulk(n, m, NULL, 0, NULL, NULL);
 }
 
 /* encrypt: room for every frame's IV and tag, backed only where used. */
-static int meta_alloc(struct node *n)
+int meta_alloc(struct node *n)
 {
 	size_t len = n->pool_frames * sizeof(struct pagecrypt_meta);
 	void *p;
@@ -484,7 +423,7 @@ static void replenish_ahead(struct node *n)
 	ask_frames(n, n->c->order); /* failure is recorded in the node */
 }
 
-static struct node *get_node(struct comex_client *c, unsigned node)
+struct node *get_node(struct comex_client *c, unsigned node)
 {
 	return node < c->nnodes ? &c->node[node] : NULL;
 }
@@ -687,7 +626,7 @@ static int pool_file_copy(enum tp_rma_kind kind, void *local, uint32_t count, ui
  * not by an inherited descriptor: a program exec'd by the one comex run
  * started (a shell, env, timeout) finds it too, and no descriptor leaks
  * into a child the runtime does not manage. */
-static void pool_file_take(void)
+void pool_file_take(void)
 {
 	static bool taken;
 	const char *v = getenv(CLIENT_POOL_ENV), *at = v ? strrchr(v, '@') : NULL;
@@ -877,117 +816,6 @@ void client_poll(struct comex_client *c, struct client_health *out)
 	*out = h;
 }
 
-/* A fresh session's state: everything of the old one forgotten but the
- * address (its frames died with it, or were given back at DONE). */
-static void node_reset(struct node *n)
-{
-	struct comex_client *c = n->c;
-	char addr[sizeof(n->addr)];
-	uint32_t session = n->session + 1;
-
-	if (n->ep)
-		tp_close(n->ep);
-	if (n->meta)
-		munmap(n->meta, n->meta_len);
-	memcpy(addr, n->addr, sizeof(addr));
-	memset(n, 0, sizeof(*n));
-	memcpy(n->addr, addr, sizeof(addr));
-	n->c = c;
-	n->session = session;
-	frame_pool_init(&n->fp);
-	n->nack_order = -2;
-	n->fail_err = -ENOTCONN;
-}
-
-static int join_start(struct node *n)
-{
-	struct proto_msg m = { .type = PROTO_HELLO };
-	int err;
-
-	node_reset(n);
-	err = tp_connect(n->c->tp, n->addr, n, &n->ep);
-	if (err)
-		return err;
-	n->joining = true;
-	n->join_t0 = now_ns();
-	n->credits = 1; /* until WELCOME grants more */
-	m.u.hello.client_id = n->c->client_id;
-	m.u.hello.token_len = n->c->token.len;
-	m.u.hello.token = n->c->token.bytes;
-	err = send_msg(n, &m);
-	return err ? err : -EINPROGRESS;
-}
-
-static int join_check(struct node *n)
-{
-	int err = n->join_err ? n->join_err : n->reply_err;
-
-	if (!n->ep) /* closed under the join: this attempt failed */
-		err = -ENOTCONN;
-	if (!err && !n->welcomed)
-		return now_ns() - n->join_t0 < n->c->timeout_ns ? -EINPROGRESS : -ETIMEDOUT;
-	if (!err && n->rkey_len)
-		err = tp_set_rkey(n->ep, n->rkey, n->rkey_len);
-	if (!err)
-		err = meta_alloc(n);
-	n->joining = false;
-	if (err) {
-		if (n->ep)
-			tp_close(n->ep);
-		n->ep = NULL;
-		n->fail_err = err;
-		return err;
-	}
-	n->fail_err = 0;
-	return 0;
-}
-
-int client_rejoin(struct comex_client *c, unsigned node)
-{
-	struct node *n = get_node(c, node);
-	int err;
-
-	if (!n)
-		return -EINVAL;
-	pthread_mutex_lock(&c->lock);
-	if (!n->fail_err)
-		err = 0;
-	else if (!n->joining)
-		err = join_start(n);
-	else if (!(err = join_check(n)))
-		log_info("memnode %s (nid %u) connected: new pages may go there", n->addr, n->nid);
-	if (err && err != -EINPROGRESS && n->joining) { /* the start failed */
-		n->joining = false;
-		n->fail_err = err;
-	}
-	pthread_mutex_unlock(&c->lock);
-	return err;
-}
-
-int client_add_node(struct comex_client *c, const char *addr, unsigned *node_out)
-{
-	int err = 0;
-
-	pthread_mutex_lock(&c->lock);
-	for (unsigned i = 0; i < c->nnodes && !err; i++)
-		if (!strcmp(c->node[i].addr, addr))
-			err = -EEXIST;
-	if (!err && c->nnodes == OPT_MEMNODE_MAX)
-		err = -E2BIG;
-	if (!err && strlen(addr) >= sizeof(c->node[0].addr))
-		err = -ENAMETOOLONG;
-	if (!err) {
-		struct node *n = &c->node[c->nnodes];
-
-		snprintf(n->addr, sizeof(n->addr), "%s", addr);
-		n->c = c;
-		node_reset(n);
-		*node_out = c->nnodes++;
-	}
-	pthread_mutex_unlock(&c->lock);
-	return err;
-}
-
 int client_done(struct comex_client *c, unsigned node, uint64_t moved)
 {
 	struct node *n = get_node(c, node);
@@ -1039,250 +867,4 @@ int client_drain(struct comex_client *c, unsigned node, uint32_t *clients_out, u
 	}
 	pthread_mutex_unlock(&c->lock);
 	return err;
-}
-
-unsigned client_nodes(const struct comex_client *c)
-{
-	return c->nnodes;
-}
-
-static uint64_t make_client_id(void)
-{
-	char host[256] = "";
-	uint64_t h = 1469598103934665603ull; /* FNV-1a of the host name, then the pid */
-
-	gethostname(host, sizeof(host) - 1);
-	for (const char *p = host; *p; p++)
-		h = (h ^ (uint8_t)*p) * 1099511628211ull;
-	return (h << 32) | (uint32_t)getpid();
-}
-
-static int configure(struct comex_client *c, const struct options *o)
-{
-	const char *tok = opt_str(o, OPT_TOKEN_FILE);
-
-	c->client_id = make_client_id();
-	c->spin_ns = opt_num(o, OPT_CLIENT_SPIN);
-	c->timeout_ns = opt_num(o, OPT_OP_TIMEOUT);
-	c->connect_timeout_ns = opt_num(o, OPT_CONNECT_TIMEOUT);
-	c->auto_threshold = opt_num(o, OPT_REPLENISH_THRESHOLD) == OPT_AUTO;
-	c->threshold = c->auto_threshold ? 0 : (uint32_t)opt_num(o, OPT_REPLENISH_THRESHOLD);
-	c->order = opt_num(o, OPT_REPLENISH_ORDER);
-	c->release_batch = opt_num(o, OPT_RELEASE_BATCH);
-	if (c->order > 10) {
-		log_error("option replenish-order: %u is above the largest order 10", c->order);
-		return -EINVAL;
-	}
-	if (!c->timeout_ns) {
-		log_error("option op-timeout: must be above 0, or a dead memnode would hang the program");
-		return -EINVAL;
-	}
-	if (opt_num(o, OPT_ENCRYPT)) {
-		c->bounce = mmap(NULL, (size_t)PROTO_MAX_RW_FRAMES * PROTO_FRAME_SIZE, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (c->bounce == MAP_FAILED) {
-			c->bounce = NULL;
-			return -ENOMEM;
-		}
-		int err = pagecrypt_create(&c->crypt);
-		if (err)
-			return err;
-	}
-	return *tok ? auth_token_load(tok, &c->token) : 0;
-}
-
-static void client_free(struct comex_client *c)
-{
-	for (unsigned i = 0; i < c->nnodes; i++)
-		if (c->node[i].meta)
-			munmap(c->node[i].meta, c->node[i].meta_len);
-	if (c->bounce)
-		munmap(c->bounce, (size_t)PROTO_MAX_RW_FRAMES * PROTO_FRAME_SIZE);
-	pagecrypt_destroy(c->crypt);
-	explicit_bzero(&c->token, sizeof(c->token));
-	free(c);
-}
-
-/* Failures that a later rejoin may overcome; any other (a refused token, a
- * bad address, another protocol version) is the configuration's. */
-static bool unreachable(int err)
-{
-	return err == -ECONNREFUSED || err == -ETIMEDOUT || err == -EHOSTUNREACH || err == -ENETUNREACH ||
-	       err == -ECONNRESET || err == -ENOTCONN || err == -ECONNABORTED;
-}
-
-static bool join_settled(void *arg)
-{
-	struct node *n = arg;
-
-	return n->welcomed || n->reply_err || n->join_err;
-}
-
-/* A session with node n, started and waited for (as a rejoin's, but here). */
-static int join_wait(struct comex_client *c, struct node *n)
-{
-	int err = join_start(n);
-
-	while (err == -EINPROGRESS) {
-		int w = tp_run(c->tp, join_settled, n, c->spin_ns, c->timeout_ns);
-
-		err = join_check(n);
-		if (err == -EINPROGRESS && w && w != -EINTR)
-			err = w;
-	}
-	if (err && n->joining) { /* join_start failed */
-		n->joining = false;
-		n->fail_err = err;
-	}
-	return err;
-}
-
-static void handshake_failed(const struct node *n, int err)
-{
-	log_error("memnode %s: handshake failed: %s%s", n->addr, strerror(-err),
-		  err == -EACCES ? " (does our token-file hold the memnode's token?)" : "");
-}
-
-/* The first session. A memnode that cannot be reached is kept out of use
- * (fail_err set; client_connect decides what to do about it). */
-static int connect_node(struct comex_client *c, const char *addr)
-{
-	struct node *n = &c->node[c->nnodes];
-	int err;
-
-	if (c->nnodes == OPT_MEMNODE_MAX) {
-		log_error("option memnode: more than %d memnodes", OPT_MEMNODE_MAX);
-		return -E2BIG;
-	}
-	snprintf(n->addr, sizeof(n->addr), "%s", addr);
-	n->c = c;
-	c->nnodes++;
-	err = join_wait(c, n);
-	if (err && !unreachable(err))
-		handshake_failed(n, err);
-	return err && unreachable(err) ? 0 : err;
-}
-
-static bool any_reached(const struct comex_client *c)
-{
-	for (unsigned i = 0; i < c->nnodes; i++)
-		if (!c->node[i].fail_err)
-			return true;
-	return false;
-}
-
-/* None of the memnodes could be reached: each is tried again once a second
- * until one answers or connect-timeout has passed. A memnode that answers
- * but refuses us ends the wait with its error. */
-#define CONNECT_RETRY_NS 1000000000ull
-
-static int wait_for_one(struct comex_client *c)
-{
-	uint64_t until = now_ns() + c->connect_timeout_ns;
-
-	log_warn("none of the %u memnodes can be reached yet (%s: %s); trying them for up to %llu s",
-		 c->nnodes, c->node[0].addr, strerror(-c->node[0].fail_err),
-		 (unsigned long long)(c->connect_timeout_ns / 1000000000));
-	for (uint64_t now; (now = now_ns()) < until;) {
-		uint64_t nap = until - now < CONNECT_RETRY_NS ? until - now : CONNECT_RETRY_NS;
-		struct timespec ts = { .tv_sec = (time_t)(nap / 1000000000), .tv_nsec = (long)(nap % 1000000000) };
-
-		nanosleep(&ts, NULL);
-		for (unsigned i = 0; i < c->nnodes; i++) {
-			int err = join_wait(c, &c->node[i]);
-
-			if (!err) {
-				log_info("memnode %s connected", c->node[i].addr);
-				return 0;
-			}
-			if (!unreachable(err)) {
-				handshake_failed(&c->node[i], err);
-				return err;
-			}
-		}
-	}
-	return -EHOSTUNREACH;
-}
-
-/* After the first round: with none reached, waited for; then the memnodes
- * that cannot be reached are said, and tried again in the background while
- * another serves. */
-static int settle_unreached(struct comex_client *c)
-{
-	if (!any_reached(c)) {
-		int err = c->connect_timeout_ns ? wait_for_one(c) : -EHOSTUNREACH;
-
-		if (err == -EHOSTUNREACH)
-			log_error("option memnode: none of the %u memnodes could be reached%s (%s: %s)", c->nnodes,
-				  c->connect_timeout_ns ? " within connect-timeout" : "", c->node[0].addr,
-				  strerror(-c->node[0].fail_err));
-		if (err)
-			return err;
-	}
-	for (unsigned i = 0; i < c->nnodes; i++)
-		if (c->node[i].fail_err)
-			log_warn("memnode %s: cannot reach it (%s); it is tried again in the background",
-				 c->node[i].addr, strerror(-c->node[i].fail_err));
-	return 0;
-}
-
-int client_connect(const struct options *o, struct comex_client **out)
-{
-	struct tp_callbacks cb = { .recv = on_recv, .error = on_error };
-	struct comex_client *c = calloc(1, sizeof(*c));
-	char addr[256];
-	int err;
-
-	if (!c)
-		return -ENOMEM;
-	pthread_mutex_init(&c->lock, NULL);
-	cb.arg = c;
-	pool_file_take();
-	err = configure(c, o);
-	if (err)
-		goto cleanup_client;
-	err = tp_create(&cb, TP_RMA | (opt_num(o, OPT_SHM) ? TP_SHM : 0), &c->tp);
-	if (err)
-		goto cleanup_client;
-	for (unsigned i = 0; !(err = opt_list_item(o, OPT_MEMNODE, i, addr, sizeof(addr))); i++)
-		if ((err = connect_node(c, addr)))
-			goto cleanup_tp;
-	if (!c->nnodes) {
-		log_error("option memnode: no memnode given");
-		err = -EINVAL;
-		goto cleanup_tp;
-	}
-	if ((err = settle_unreached(c)))
-		goto cleanup_tp;
-	*out = c;
-	return 0;
-
-cleanup_tp:
-	client_close(c);
-	return err;
-cleanup_client:
-	client_free(c);
-	return err;
-}
-
-void client_close(struct comex_client *c)
-{
-	if (!c)
-		return;
-	client_flush(c);
-	pthread_mutex_lock(&c->lock);
-	for (unsigned i = 0; i < c->nnodes; i++) {
-		struct node *n = &c->node[i];
-		struct proto_msg m = { .type = PROTO_BYE };
-
-		if (n->ep && !n->fail_err && !send_with_credit(n, &m))
-			wait_for(n, said_goodbye, NULL);
-		if (n->ep)
-			tp_close(n->ep);
-		n->ep = NULL;
-	}
-	pthread_mutex_unlock(&c->lock);
-	tp_destroy(c->tp);
-	pthread_mutex_destroy(&c->lock);
-	client_free(c);
 }

@@ -1,0 +1,94 @@
+/* client_impl: the client's state, shared by client.c (requests, replies,
+ * frames, transfers) and session.c (a memnode's session from HELLO to BYE).
+ * Not a public interface: every field is touched under the client lock. */
+#ifndef COMEX_CLIENT_IMPL_H
+#define COMEX_CLIENT_IMPL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "auth.h"
+#include "frame_pool.h"
+#include "options.h"
+#include "pagecrypt.h"
+#include "proto.h"
+#include "transport.h"
+
+#define MAX_PENDING 32 /* >= any credit grant we honour */
+
+/* A request awaiting its reply; READ/WRITE carry the caller's transfer. */
+struct pending { uint64_t seq, t0; uint8_t type; struct tp_op *op; void *dst; size_t len; };
+
+struct node {
+	char addr[256];
+	struct comex_client *c;
+	struct tp_ep *ep;
+	int fail_err;                 /* 0 while healthy */
+	uint32_t session;             /* bumped by node_reset; tags each transfer (tp_op.tag) */
+	bool welcomed, goodbye, stats_pending;
+	bool evicting;                /* the memnode is leaving (EVICT): nothing new goes there */
+	bool shrink_due;              /* SHRINK received, not yet handed to client_poll's caller */
+	struct proto_range shrink;    /* the frames it asked us to vacate */
+	bool joining;                 /* out of use, a new session's HELLO is in flight */
+	int join_err;                 /* what ended the join attempt */
+	uint64_t join_t0;
+	struct pagecrypt_meta *meta;  /* encrypt: per frame (pool_frames), what opening it needs */
+	size_t meta_len;
+	bool drain_answered;          /* DRAINING received (comex drain) */
+	struct proto_msg drain_reply;
+	uint16_t nid;
+	uint32_t credits;
+	uint64_t base, pool_frames;
+	bool direct;                  /* frames move through pool_file (P47) */
+	uint8_t rkey[PROTO_MAX_RKEY];
+	uint32_t rkey_len;
+	int reply_err;                /* ERROR reply to a synchronous request */
+	struct pending pend[MAX_PENDING];
+	unsigned npend;
+	struct frame_pool fp;
+	bool alloc_pending;
+	int nack_order;               /* largest free order in the last NACK; -2: none */
+	uint64_t room;                /* frames the memnode could still grant, as its last reply said */
+	uint64_t exhausted_until;
+	struct proto_range rel[PROTO_FREE_MAX_RANGES];
+	uint32_t nrel;
+	uint64_t rel_frames;
+	/* Eq. (1) inputs */
+	double rtt_us, rate_fpus;     /* EWMAs: control RTT, frames consumed per µs */
+	uint64_t taken_since, rate_t0;
+	struct proto_msg last_stats;
+	uint64_t allocs, nacks, releases_sent;
+};
+
+struct comex_client {
+	pthread_mutex_t lock;
+	struct tp *tp;
+	uint64_t client_id, seq;
+	uint64_t spin_ns, timeout_ns;
+	uint64_t connect_timeout_ns;  /* option connect-timeout */
+	uint32_t threshold;
+	bool auto_threshold;          /* derive T per node from Eq. (1) */
+	unsigned order;
+	uint32_t release_batch;
+	unsigned nnodes;
+	struct node node[OPT_MEMNODE_MAX];
+	struct auth_token token;
+	struct pagecrypt *crypt;      /* option encrypt: pages leave sealed */
+	uint8_t *bounce;              /* encrypt: PROTO_MAX_RW_FRAMES sealed pages on their way out */
+};
+
+/* client.c, for session.c */
+struct node *get_node(struct comex_client *c, unsigned node); /* NULL past the last */
+int send_msg(struct node *n, struct proto_msg *m);            /* -EAGAIN without credit */
+int send_with_credit(struct node *n, struct proto_msg *m);    /* waits for credit first */
+/* Drives progress until cond(n) (and op, if given, is done) or op-timeout
+ * passes (the memnode is then failed). */
+int wait_for(struct node *n, bool (*cond)(struct node *), struct tp_op *op);
+bool said_goodbye(struct node *n);
+int meta_alloc(struct node *n); /* encrypt: the per-frame table of a new session */
+void on_recv(void *arg, struct tp_ep *ep, void *user, const void *msg, size_t len, struct tp_bulk *bulk);
+void on_error(void *arg, struct tp_ep *ep, void *user, int err);
+void pool_file_take(void); /* opens CLIENT_POOL_ENV's file, once per process */
+
+#endif
