@@ -57,7 +57,7 @@ def stop_hogs(procs):
 def one_run(a, comex, bench, mode, token, tmp, tag):
     pin = ["taskset", "-c", str(memnode_cpu())]
     mn, port = benchlib.start_memnode(comex, tmp, f"memnode-{tag}", token, POOL_MIB,
-                                      extra=("--sched", mode), wrap=lambda cmd: pin + cmd)
+                                      extra=("--sched", mode), wrap=lambda cmd: pin + cmd)[:2]
     try:
         p = subprocess.run([bench, "comex", "--size", "4096", "--iters", str(a.iters), "--cpu", str(CLIENT_CPU),
                             "--memnode", f"127.0.0.1:{port}", "--token-file", token],

@@ -264,8 +264,7 @@ def run_shm_read(ctx):
     cfg = transport.config_by_name(FLOOR_CONFIG)
     mn = None
     try:
-        mn = transport.start_memnode(ctx["comex"], cfg, ctx["token"], Path(ctx["tmp"]) / "floor-memnode.log",
-                                     ctx["poll_wait_s"])
+        mn = transport.start_memnode(ctx["comex"], cfg, ctx["token"], ctx["tmp"], "floor-memnode", ctx["poll_wait_s"])
         res = transport.run_bench(ctx["transport_bench"], cfg, PAGE, ctx["floor_shm_iters"], mn.port, ctx["token"])
         return dict(res["read"], memnode_polling_core=mn.polling_core)
     except (RuntimeError, subprocess.SubprocessError, OSError, KeyError, ValueError) as e:

@@ -55,7 +55,7 @@ def main(argv):
         tmp = Path(td)
         token = tmp / "token"
         subprocess.run([comex, "token", str(token)], check=True, stdout=subprocess.DEVNULL, env=clean_env())
-        nodes = [start_memnode(comex, tmp, n, token, a.size_mib + 64) for n in ("a", "b")]
+        nodes = [start_memnode(comex, tmp, n, token, a.size_mib + 64)[:2] for n in ("a", "b")]
         try:
             for pat in a.patterns.split(","):
                 wl = [bench, "--pattern", pat, "--size-mib", str(a.size_mib), "--passes", str(a.passes),

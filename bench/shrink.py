@@ -100,9 +100,9 @@ def one_run(a, comex, gate_prog, tmp, token, r, native_out):
         # started inside the cgroup, so that its pool is charged there and what
         # it gives back shows in the cgroup's usage, which it reads
         mn_a, port_a = start_memnode(comex, tmp, f"a{r}", token, a.pool_mib, wrap=cg.wrap,
-                                     extra=("--host-reserve", f"{RESERVE_MIB}M", "--hugepages", "false"))
+                                     extra=("--host-reserve", f"{RESERVE_MIB}M", "--hugepages", "false"))[:2]
         procs.append(mn_a)
-        mn_b, port_b = start_memnode(comex, tmp, f"b{r}", token, a.program_mib + 256)
+        mn_b, port_b = start_memnode(comex, tmp, f"b{r}", token, a.program_mib + 256)[:2]
         procs.append(mn_b)
         conf, gate = tmp / f"run{r}.conf", tmp / f"gate{r}"
         conf.write_text(f"memnode = 127.0.0.1:{port_a}\n")
