@@ -6,6 +6,7 @@ the harness (python3 -m bench.harness) as bench.benchlib, through
 harness/sysenv.py, which keeps the machine set-up only the harness does
 (cgroups, swap devices, network namespaces, the undo stack)."""
 
+import argparse
 import collections
 import datetime
 import json
@@ -255,11 +256,51 @@ def summary(values, digits=6):
             "max": round(max(values), digits), "spread": round(spread(values), 4), "n": len(values)}
 
 
+def closing_warnings(errors, failed, quick_note=None):
+    """The warnings a bench's list ends with: how many FAILED things (e.g.
+    "run(s)") failed, see its 'errors'; and QUICK_NOTE for a --quick run."""
+    w = [f"{len(errors)} {failed} failed; see 'errors'"] if errors else []
+    return w + ([f"--quick smoke run: {quick_note}"] if quick_note else [])
+
+
 def pct(x):
     return "n/a" if x is None else f"{x * 100:.1f} %"
 
 
+def md_row(*cells):
+    """A Markdown table row of cells."""
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
 # ------------------------------------------------------------------ output
+
+def arg_parser(description):
+    """The command line every bench/X.py script starts with: --build (the
+    build directory, default build) and --runs (default 3)."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--runs", type=int, default=3)
+    return ap
+
+
+def start_doc(schema, **fields):
+    """A result document's head, taken as the benchmark starts: schema, UTC
+    timestamp, git revision and machine_info(), then FIELDS; returned with
+    the cpu_times() of the start, which finish_doc() needs."""
+    times0, machine = cpu_times(), machine_info()
+    return {"schema": schema, "timestamp": utc_stamp(), "git": git_revision(), "machine": machine, **fields}, times0
+
+
+def finish_doc(doc, times0, name):
+    """Completes a start_doc() document (end-of-run machine figures, the
+    busy-CPU warnings), writes it as bench/results/NAME-<stamp>.json and
+    says so; returns its path."""
+    finish_machine_info(doc["machine"], times0)
+    doc["warnings"] = busy_warnings(doc["machine"])
+    path = write_json(doc, name)
+    print(f"wrote {path}")
+    return path
+
 
 def utc_stamp():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")

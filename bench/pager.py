@@ -479,11 +479,8 @@ def warnings_for(results, errors, machine, quick, floor):
                  f"(--private-shm avoids other users' claims)")
     if any(e.get("checksum_mismatch") for e in errors):
         w.append("CHECKSUM MISMATCH: comex returned different memory contents than the native run")
-    if errors:
-        w.append(f"{len(errors)} run(s) failed; see 'errors'")
-    if quick:
-        w.append("--quick smoke run: tiny footprint and one run, not meaningful numbers")
-    return w
+    return w + benchlib.closing_warnings(errors, "run(s)",
+                                         quick and "tiny footprint and one run, not meaningful numbers")
 
 
 # ------------------------------------------------------------------ docs

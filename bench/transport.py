@@ -358,11 +358,8 @@ def warnings_for(results, polling, errors, machine, quick):
             w.append(f"{cfg.name}: in some runs the memnode found its polling core claimed by another "
                      f"memnode on this host and slept instead; those numbers are not polling numbers")
     w += benchlib.busy_warnings(machine)
-    if errors:
-        w.append(f"{len(errors)} measurement(s) failed; see 'errors'")
-    if quick:
-        w.append("--quick smoke run: too few iterations for meaningful numbers")
-    return w
+    return w + benchlib.closing_warnings(errors, "measurement(s)",
+                                         quick and "too few iterations for meaningful numbers")
 
 
 # ------------------------------------------------------------------ output

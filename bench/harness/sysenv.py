@@ -434,7 +434,36 @@ def _swapoff(dev):
         sh("swapoff", dev)
 
 
-class SwapFile:
+def _swap_tools_missing(needs_root):
+    """Why swap devices cannot be set up here (NEEDS_ROOT says what wants
+    root), or None."""
+    if os.geteuid() != 0:
+        return needs_root
+    for tool in ("mkswap", "swapon", "swapoff"):
+        if not shutil.which(tool):
+            return "%s is not installed" % tool
+    return None
+
+
+class SwapDevice:
+    """What a swap file and a zram device share: swapon at PRIO for a run,
+    swapoff after it; swap_path() names the device."""
+    PRIO = 10
+
+    def swap_path(self):
+        raise NotImplementedError
+
+    def enable(self):
+        _swapon(self.swap_path(), prio=self.PRIO)
+        self.on = True
+
+    def disable(self):
+        if self.on:
+            _swapoff(self.swap_path())
+            self.on = False
+
+
+class SwapFile(SwapDevice):
     """A swap file on the local disk (created once, enabled per run)."""
 
     def __init__(self, size, directory="/var/tmp"):
@@ -442,12 +471,13 @@ class SwapFile:
         self.size = size
         self.on = False
 
+    def swap_path(self):
+        return self.path
+
     def precondition(self):
-        if os.geteuid() != 0:
-            return "swapon needs root"
-        for tool in ("mkswap", "swapon", "swapoff"):
-            if not shutil.which(tool):
-                return "%s is not installed" % tool
+        why = _swap_tools_missing("swapon needs root")
+        if why:
+            return why
         st = os.statvfs(os.path.dirname(self.path))
         if st.f_bavail * st.f_frsize < self.size + (1 << 30):
             return "not enough free disk in %s for a %d MiB swap file" % (os.path.dirname(self.path), self.size >> 20)
@@ -469,15 +499,6 @@ class SwapFile:
             os.fsync(f.fileno())
         sh("mkswap", self.path)
 
-    def enable(self):
-        _swapon(self.path)
-        self.on = True
-
-    def disable(self):
-        if self.on:
-            _swapoff(self.path)
-            self.on = False
-
     def destroy(self):
         self.disable()
         try:
@@ -486,9 +507,10 @@ class SwapFile:
             pass
 
 
-class Zram:
+class Zram(SwapDevice):
     """A zram swap device: a fresh one from /sys/class/zram-control/hot_add
     when possible, else an unused existing /dev/zramN (disksize 0)."""
+    PRIO = 100
 
     def __init__(self, size):
         self.size = size
@@ -496,12 +518,13 @@ class Zram:
         self.hot = False
         self.on = False
 
+    def swap_path(self):
+        return self.dev
+
     def precondition(self):
-        if os.geteuid() != 0:
-            return "zram set-up needs root"
-        for tool in ("mkswap", "swapon", "swapoff"):
-            if not shutil.which(tool):
-                return "%s is not installed" % tool
+        why = _swap_tools_missing("zram set-up needs root")
+        if why:
+            return why
         if os.path.exists("/sys/class/zram-control/hot_add"):
             return None
         free = [d for d in glob.glob("/sys/block/zram*") if read(d + "/disksize") == "0"]
@@ -534,15 +557,6 @@ class Zram:
         write(self.sys + "/disksize", self.size)
         sh("mkswap", self.dev)
         log("zram: %s, %d MiB, %s" % (self.dev, self.size >> 20, self.alg))
-
-    def enable(self):
-        _swapon(self.dev, prio=100)
-        self.on = True
-
-    def disable(self):
-        if self.on:
-            _swapoff(self.dev)
-            self.on = False
 
     def mm_stat(self):
         f = (read(self.sys + "/mm_stat", "") or "").split()
