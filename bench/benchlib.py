@@ -1,12 +1,19 @@
-"""Helpers shared by the comex benchmark harnesses in bench/ (stdlib only,
-Python 3.11): machine metadata, git revision, CPU accounting, medians and
-spreads, and the bench/results/<name>-<UTC>.json files."""
+"""The one library of the comex benchmarks in bench/ (stdlib only, Python
+3.11): machine metadata, git revision, CPU accounting, starting a `comex
+memnode`, medians and spreads, and the bench/results/<name>-<UTC>.json files.
+The standalone scripts import it as `benchlib` (bench/ is their directory);
+the harness (python3 -m bench.harness) as bench.benchlib, through
+harness/sysenv.py, which keeps the machine set-up only the harness does
+(cgroups, swap devices, network namespaces, the undo stack)."""
 
+import argparse
+import collections
 import datetime
 import json
 import os
 import platform
 import re
+import signal
 import socket
 import statistics
 import subprocess
@@ -29,6 +36,7 @@ def run_text(cmd):
 
 
 def read_text(path):
+    """A file's text, or None if it cannot be read."""
     try:
         return Path(path).read_text()
     except OSError:
@@ -42,6 +50,7 @@ def bracketed(text):
 
 
 def cpu_model():
+    """The CPU's model name (None where neither /proc/cpuinfo nor platform says)."""
     for line in (read_text("/proc/cpuinfo") or "").splitlines():
         if line.startswith("model name"):
             return line.split(":", 1)[1].strip()
@@ -57,36 +66,54 @@ def ucx_version():
 
 
 def git_revision():
+    """The repository's HEAD ("unknown" without git or a commit) and whether
+    tracked files differ from it; untracked files (results this or another
+    run wrote, scratch files) do not make the tree dirty."""
     rev = run_text(["git", "-C", str(ROOT), "rev-parse", "HEAD"])
-    status = run_text(["git", "-C", str(ROOT), "status", "--porcelain"])
-    return {"rev": rev.strip() if rev else "none (no commit yet)",
-            "dirty": bool(status and status.strip())}
+    status = run_text(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"])
+    return {"rev": (rev or "").strip() or "unknown", "dirty": bool(status and status.strip())}
+
+
+IDLE, IOWAIT, STEAL = 3, 4, 7   # positions in cpu_times()
 
 
 def cpu_times():
-    """Aggregate /proc/stat jiffies: user nice system idle iowait irq softirq steal."""
+    """Aggregate /proc/stat jiffies: user nice system idle iowait irq softirq
+    steal (guest time, already counted in user and nice, is left out)."""
     return [int(x) for x in (read_text("/proc/stat") or "cpu 0").splitlines()[0].split()[1:9]]
+
+
+def cpu_share(start, end, *fields):
+    """Share of all CPU time between two cpu_times() spent in the given
+    fields (IDLE, IOWAIT, STEAL); None when no time was counted."""
+    d = [b - a for a, b in zip(start, end)]
+    total = sum(d)
+    return sum(d[f] for f in fields) / total if len(d) == 8 and total else None
 
 
 def steal_fraction(start, end):
     """Share of CPU time the hypervisor took away between two cpu_times()."""
-    d = [b - a for a, b in zip(start, end)]
-    return round(d[7] / sum(d), 4) if len(d) == 8 and sum(d) else None
+    share = cpu_share(start, end, STEAL)
+    return None if share is None else round(share, 4)
 
 
 def cpu_busy_fraction(seconds=1.0):
     """Fraction of all cores busy over a short window (other users' load)."""
-    def sample():
-        fields = [int(x) for x in read_text("/proc/stat").splitlines()[0].split()[1:]]
-        return sum(fields), fields[3] + fields[4]  # total, idle + iowait
-    t0, i0 = sample()
+    t0 = cpu_times()
     time.sleep(seconds)
-    t1, i1 = sample()
-    return round(1 - (i1 - i0) / max(t1 - t0, 1), 3)
+    idle = cpu_share(t0, cpu_times(), IDLE, IOWAIT)
+    return round(1 - (1.0 if idle is None else idle), 3)
 
 
 def loadavg():
-    return (read_text("/proc/loadavg") or "").split()[:3]
+    """The 1, 5 and 15 minute load averages."""
+    return [float(x) for x in (read_text("/proc/loadavg") or "0 0 0").split()[:3]]
+
+
+def loadavg_text():
+    """loadavg() as /proc/loadavg writes it (two decimals), the form the
+    benches' machine dicts keep."""
+    return ["%.2f" % x for x in loadavg()]
 
 
 def machine_info():
@@ -102,14 +129,14 @@ def machine_info():
         "thp_defrag": bracketed(read_text("/sys/kernel/mm/transparent_hugepage/defrag")),
         "ucx": ucx_version(),
         "python": platform.python_version(),
-        "loadavg_start": loadavg(),
+        "loadavg_start": loadavg_text(),
         "background_cpu_busy_start": cpu_busy_fraction(),
     }
 
 
 def finish_machine_info(machine, times0):
     """Adds the end-of-run load figures to machine_info()'s dict."""
-    machine["loadavg_end"] = loadavg()
+    machine["loadavg_end"] = loadavg_text()
     machine["cpu_steal_during_run"] = steal_fraction(times0, cpu_times())
     machine["background_cpu_busy_end"] = cpu_busy_fraction()
     return machine
@@ -117,33 +144,76 @@ def finish_machine_info(machine, times0):
 
 # ------------------------------------------------------------------ comex processes
 
-def clean_env():
+def clean_env(ucx_tls=None):
     """The environment without COMEX_* and UCX_* settings, so that only the
-    command line configures a benchmark's comex processes."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("COMEX_", "UCX_"))}
+    command line configures a benchmark's comex processes; with UCX_TLS set
+    to ucx_tls when given."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COMEX_", "UCX_"))}
+    if ucx_tls:
+        env["UCX_TLS"] = ucx_tls
+    return env
 
 
-def start_memnode(comex, tmp, name, token, pool_mib, port=0, extra=(), wrap=None):
-    """A `comex memnode` on 127.0.0.1:port (0: a free port) logging to
-    tmp/NAME.log (appended to, so a restarted memnode keeps its history),
-    with the further memnode options EXTRA, its command passed through WRAP
-    when given (e.g. to start it in a cgroup); returns (Popen, port) once it
-    listens."""
+def memnode_flags(token, pool_mib, host="127.0.0.1", port=0, extra=()):
+    """`comex memnode`'s flags: listen on host:port (0: a free port), a pool
+    of pool_mib MiB, the token file, then the further options EXTRA."""
+    return ["--listen", f"{host}:{port}", "--pool", f"{pool_mib}M", "--token-file", str(token), *extra]
+
+
+# what start_memnode() learnt from a memnode's start-up log: polling_core is
+# None for a memnode that sleeps between requests, metrics_port None without
+# --metrics-listen
+MemnodeStart = collections.namedtuple("MemnodeStart", "proc port polling_core metrics_port")
+
+
+def _logged_int(pattern, text):
+    m = re.search(pattern, text)
+    return int(m.group(1)) if m else None
+
+
+def _kill_now(p, session):
+    """SIGKILLs p (its whole process group when it leads a session) and reaps it."""
+    try:
+        if session:
+            os.killpg(p.pid, signal.SIGKILL)
+        else:
+            p.kill()
+    except OSError:
+        pass
+    p.wait()
+
+
+def start_memnode(comex, tmp, name, token, pool_mib, port=0, extra=(), wrap=None, host="127.0.0.1", env=None,
+                  new_session=False, timeout=30):
+    """The one way the benchmarks start a `comex memnode`: on host:port (0: a
+    free port) with a pool of pool_mib MiB and the further options EXTRA,
+    its output in tmp/NAME.log (appended to, so a restarted memnode keeps its
+    history), its command passed through WRAP when given (e.g. into a cgroup
+    or a network namespace), with the environment ENV (default clean_env()),
+    in a session of its own when new_session. Returns a MemnodeStart once
+    the memnode reports its port; one that exits or stays silent for
+    timeout seconds is killed and raises RuntimeError."""
     log_path = Path(tmp) / f"{name}.log"
     start = len(read_text(log_path) or "")
-    cmd = [comex, "memnode", "--listen", f"127.0.0.1:{port}", f"--pool={pool_mib}M", f"--token-file={token}", *extra]
+    cmd = [str(comex), "memnode", *memnode_flags(token, pool_mib, host, port, extra)]
     with open(log_path, "a") as log:
-        p = subprocess.Popen(wrap(cmd) if wrap else cmd, stderr=log, env=clean_env())
-    for _ in range(300):
-        m = re.search(r" on port (\d+)", (read_text(log_path) or "")[start:])
-        if m:
-            return p, int(m.group(1))
-        if p.poll() is not None:
-            break
-        time.sleep(0.1)
-    p.kill()
-    p.wait()
-    raise RuntimeError(f"memnode {name} did not start: {(read_text(log_path) or '')[start:][-1500:]}")
+        p = subprocess.Popen(wrap(cmd) if wrap else cmd, stdout=log, stderr=log,
+                             env=clean_env() if env is None else env, start_new_session=new_session)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and p.poll() is None:
+            text = (read_text(log_path) or "")[start:]
+            found = _logged_int(r"serving \d+ MiB on port (\d+)", text)
+            if found is not None:
+                return MemnodeStart(p, found, _logged_int(r"busy-polling on core (\d+)", text),
+                                    _logged_int(r"metrics on http://\S+ \(port (\d+)\)", text))
+            time.sleep(0.02)
+    except BaseException:   # Ctrl-C while waiting: leave no memnode behind
+        _kill_now(p, new_session)
+        raise
+    why = f"exited at start-up ({p.returncode})" if p.poll() is not None else f"reported no port within {timeout} s"
+    _kill_now(p, new_session)
+    raise RuntimeError(f"memnode {name} {why}: {(read_text(log_path) or '')[start:].strip()[-1500:]}")
 
 
 def run_logged(cmd, tmp, tag):
@@ -186,11 +256,51 @@ def summary(values, digits=6):
             "max": round(max(values), digits), "spread": round(spread(values), 4), "n": len(values)}
 
 
+def closing_warnings(errors, failed, quick_note=None):
+    """The warnings a bench's list ends with: how many FAILED things (e.g.
+    "run(s)") failed, see its 'errors'; and QUICK_NOTE for a --quick run."""
+    w = [f"{len(errors)} {failed} failed; see 'errors'"] if errors else []
+    return w + ([f"--quick smoke run: {quick_note}"] if quick_note else [])
+
+
 def pct(x):
     return "n/a" if x is None else f"{x * 100:.1f} %"
 
 
+def md_row(*cells):
+    """A Markdown table row of cells."""
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
 # ------------------------------------------------------------------ output
+
+def arg_parser(description):
+    """The command line every bench/X.py script starts with: --build (the
+    build directory, default build) and --runs (default 3)."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--runs", type=int, default=3)
+    return ap
+
+
+def start_doc(schema, **fields):
+    """A result document's head, taken as the benchmark starts: schema, UTC
+    timestamp, git revision and machine_info(), then FIELDS; returned with
+    the cpu_times() of the start, which finish_doc() needs."""
+    times0, machine = cpu_times(), machine_info()
+    return {"schema": schema, "timestamp": utc_stamp(), "git": git_revision(), "machine": machine, **fields}, times0
+
+
+def finish_doc(doc, times0, name):
+    """Completes a start_doc() document (end-of-run machine figures, the
+    busy-CPU warnings), writes it as bench/results/NAME-<stamp>.json and
+    says so; returns its path."""
+    finish_machine_info(doc["machine"], times0)
+    doc["warnings"] = busy_warnings(doc["machine"])
+    path = write_json(doc, name)
+    print(f"wrote {path}")
+    return path
+
 
 def utc_stamp():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")

@@ -18,7 +18,6 @@ normal in the same group. Writes bench/results/memnode-busy-<UTC>.json
       [--modes normal,slice,fifo] [--groups none,memnode-cpu,client-cpu,all]
 """
 
-import argparse
 import json
 import os
 import subprocess
@@ -26,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 import benchlib
-from benchlib import cpu_times, finish_machine_info, git_revision, machine_info, summary
+from benchlib import md_row, summary
 
 SCHEMA = "comex-bench-memnode-busy/1"
 HOG = ["sh", "-c", "while :; do :; done"]
@@ -57,7 +56,7 @@ def stop_hogs(procs):
 def one_run(a, comex, bench, mode, token, tmp, tag):
     pin = ["taskset", "-c", str(memnode_cpu())]
     mn, port = benchlib.start_memnode(comex, tmp, f"memnode-{tag}", token, POOL_MIB,
-                                      extra=("--sched", mode), wrap=lambda cmd: pin + cmd)
+                                      extra=("--sched", mode), wrap=lambda cmd: pin + cmd)[:2]
     try:
         p = subprocess.run([bench, "comex", "--size", "4096", "--iters", str(a.iters), "--cpu", str(CLIENT_CPU),
                             "--memnode", f"127.0.0.1:{port}", "--token-file", token],
@@ -91,9 +90,7 @@ def group_runs(a, comex, bench, group, token, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--runs", type=int, default=3)
+    ap = benchlib.arg_parser(__doc__.split("\n")[0])
     ap.add_argument("--iters", type=int, default=5000)
     ap.add_argument("--modes", default="normal,slice,fifo")
     ap.add_argument("--groups", default="none,memnode-cpu,client-cpu,all")
@@ -101,25 +98,20 @@ def main():
     a.modes = a.modes.split(",")
     build = Path(a.build).resolve()
     comex, bench = str(build / "comex"), str(build / "transport_bench")
-    times0, machine = cpu_times(), machine_info()
-    doc = {"schema": SCHEMA, "timestamp": benchlib.utc_stamp(), "git": git_revision(), "machine": machine,
-           "params": vars(a) | {"build": str(build), "memnode_cpu": memnode_cpu(), "client_cpu": CLIENT_CPU},
-           "results": []}
+    doc, times0 = benchlib.start_doc(SCHEMA, params=vars(a) | {"build": str(build), "memnode_cpu": memnode_cpu(),
+                                                                "client_cpu": CLIENT_CPU}, results=[])
     with tempfile.TemporaryDirectory(prefix="comex-memnode-busy-") as tmp:
         token = str(Path(tmp) / "token")
         subprocess.run([comex, "token", token], check=True, capture_output=True)
         os.chmod(token, 0o600)
         for group in a.groups.split(","):
             doc["results"].append(group_runs(a, comex, bench, group, token, tmp))
-    finish_machine_info(machine, times0)
-    doc["warnings"] = benchlib.busy_warnings(machine)
-    path = benchlib.write_json(doc, "memnode-busy")
-    print(f"wrote {path}")
-    print("| neighbours | " + " | ".join(f"{m}: read p50 / p99 us" for m in a.modes) + " |")
+    benchlib.finish_doc(doc, times0, "memnode-busy")
+    print(md_row("neighbours", *(f"{m}: read p50 / p99 us" for m in a.modes)))
     for r in doc["results"]:
-        cells = [f"{r['median'][m]['read_median_us']['median']:.1f} / {r['median'][m]['read_p99_us']['median']:.0f}"
-                 f" ({r['read_p50_ratio'][m]:.2f}x)" for m in a.modes]
-        print(f"| {r['group']} | " + " | ".join(cells) + " |")
+        print(md_row(r["group"], *(f"{r['median'][m]['read_median_us']['median']:.1f} / "
+                                   f"{r['median'][m]['read_p99_us']['median']:.0f} ({r['read_p50_ratio'][m]:.2f}x)"
+                                   for m in a.modes)))
 
 
 if __name__ == "__main__":

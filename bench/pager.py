@@ -264,8 +264,7 @@ def run_shm_read(ctx):
     cfg = transport.config_by_name(FLOOR_CONFIG)
     mn = None
     try:
-        mn = transport.start_memnode(ctx["comex"], cfg, ctx["token"], Path(ctx["tmp"]) / "floor-memnode.log",
-                                     ctx["poll_wait_s"])
+        mn = transport.start_memnode(ctx["comex"], cfg, ctx["token"], ctx["tmp"], "floor-memnode", ctx["poll_wait_s"])
         res = transport.run_bench(ctx["transport_bench"], cfg, PAGE, ctx["floor_shm_iters"], mn.port, ctx["token"])
         return dict(res["read"], memnode_polling_core=mn.polling_core)
     except (RuntimeError, subprocess.SubprocessError, OSError, KeyError, ValueError) as e:
@@ -480,11 +479,8 @@ def warnings_for(results, errors, machine, quick, floor):
                  f"(--private-shm avoids other users' claims)")
     if any(e.get("checksum_mismatch") for e in errors):
         w.append("CHECKSUM MISMATCH: comex returned different memory contents than the native run")
-    if errors:
-        w.append(f"{len(errors)} run(s) failed; see 'errors'")
-    if quick:
-        w.append("--quick smoke run: tiny footprint and one run, not meaningful numbers")
-    return w
+    return w + benchlib.closing_warnings(errors, "run(s)",
+                                         quick and "tiny footprint and one run, not meaningful numbers")
 
 
 # ------------------------------------------------------------------ docs

@@ -83,35 +83,15 @@ MIB = 1 << 20
 
 # ------------------------------------------------------------------ memnodes
 
-class Memnode:
-    """`comex memnode` in network namespace ns, with a metrics endpoint."""
+class Memnode(sysenv.Memnode):
+    """`comex memnode` in network namespace ns (idle-spin 0), with a metrics endpoint."""
 
     def __init__(self, comex, token, pool_mib, ns, logdir):
-        self.comex, self.token, self.pool_mib, self.ns = comex, token, pool_mib, ns
-        self.log = os.path.join(logdir, "mn-%s.log" % ns.name)
-        self.p = self.addr = self.metrics = None
+        super().__init__(comex, token, pool_mib * MIB, logdir, netns=ns, name="mn-%s" % ns.name,
+                         env={"COMEX_IDLE_SPIN": "0"}, extra=["--metrics-listen", "%s:0" % ns.ns_ip])
 
     def start(self, timeout=60):
-        env = dict(os.environ, UCX_TLS="tcp", UCX_NET_DEVICES=self.ns.ns_if, COMEX_IDLE_SPIN="0")
-        argv = ["ip", "netns", "exec", self.ns.name, self.comex, "memnode", "--listen", "%s:0" % self.ns.ns_ip,
-                "--pool", "%dM" % self.pool_mib, "--token-file", self.token,
-                "--metrics-listen", "%s:0" % self.ns.ns_ip]
-        with open(self.log, "w") as fh:
-            self.p = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        self.undo = UNDO.push("memnode %d" % self.p.pid, self.stop)
-        t0 = time.time()
-        while time.time() - t0 < timeout:
-            txt = read(self.log, "") or ""
-            port = re.search(r"serving \d+ MiB on port (\d+)", txt)
-            mport = re.search(r"metrics on http://\S+ \(port (\d+)\)", txt)
-            if port and mport:
-                self.addr = "%s:%s" % (self.ns.ns_ip, port.group(1))
-                self.metrics = "http://%s:%s/metrics" % (self.ns.ns_ip, mport.group(1))
-                return
-            if self.p.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise RuntimeError("memnode did not start: %s" % (read(self.log, "") or "").strip()[-400:])
+        return super().start(timeout)
 
     def counters(self):
         """The memnode's Prometheus counters we report (name -> value)."""
@@ -121,12 +101,6 @@ class Memnode:
             m = re.search(r"^comex_memnode_%s\{[^}]*\} (\S+)$" % key, txt, re.M)
             out[key] = float(m.group(1)) if m else None
         return out
-
-    def stop(self):
-        kill_tree(self.p)
-
-    def close(self):
-        UNDO.pop_run(self.undo)
 
 
 def client_env(bridge):

@@ -11,7 +11,6 @@ hard failure.
   python3 bench/replicas.py [--build DIR] [--runs 3] [--size-mib 256] [--patterns seq,rand]
 """
 
-import argparse
 import json
 import subprocess
 import sys
@@ -34,9 +33,7 @@ def run(cmd, tmp, tag):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--runs", type=int, default=3)
+    ap = benchlib.arg_parser(__doc__.split("\n\n")[0])
     ap.add_argument("--size-mib", type=int, default=256)
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--write-pct", type=int, default=10)
@@ -55,7 +52,7 @@ def main(argv):
         tmp = Path(td)
         token = tmp / "token"
         subprocess.run([comex, "token", str(token)], check=True, stdout=subprocess.DEVNULL, env=clean_env())
-        nodes = [start_memnode(comex, tmp, n, token, a.size_mib + 64) for n in ("a", "b")]
+        nodes = [start_memnode(comex, tmp, n, token, a.size_mib + 64)[:2] for n in ("a", "b")]
         try:
             for pat in a.patterns.split(","):
                 wl = [bench, "--pattern", pat, "--size-mib", str(a.size_mib), "--passes", str(a.passes),

@@ -17,7 +17,6 @@ Writes bench/results/reservations-<UTC>.json (schema comex-bench-reservations/1)
       [--pieces 64,4] [--local-mem-mib 128]
 """
 
-import argparse
 import json
 import re
 import subprocess
@@ -26,7 +25,7 @@ import time
 from pathlib import Path
 
 import benchlib
-from benchlib import clean_env, cpu_times, finish_machine_info, git_revision, machine_info, summary
+from benchlib import clean_env, summary
 
 SCHEMA = "comex-bench-reservations/1"
 STATS = ("outside_anon_peak_bytes", "budget_unkept_ms", "bytes_mapped_outside", "pages_evicted", "remote_reads",
@@ -56,9 +55,7 @@ def run(build, argv, config, local_mib, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--runs", type=int, default=3)
+    ap = benchlib.arg_parser(__doc__.split("\n")[0])
     ap.add_argument("--reserve-gib", type=int, default=256)
     ap.add_argument("--touch-mib", type=int, default=512)
     ap.add_argument("--pieces", default="64,4", help="piece sizes to run, KiB")
@@ -66,9 +63,7 @@ def main():
     a = ap.parse_args()
     build = Path(a.build).resolve()
     configs = ["native", "comex", "region-64G"]
-    times0, machine = cpu_times(), machine_info()
-    doc = {"schema": SCHEMA, "timestamp": benchlib.utc_stamp(), "git": git_revision(), "machine": machine,
-           "params": dict(vars(a)) | {"build": str(build)}, "results": []}
+    doc, times0 = benchlib.start_doc(SCHEMA, params=dict(vars(a)) | {"build": str(build)}, results=[])
     with tempfile.TemporaryDirectory(prefix="comex-reservations-") as tmp:
         for kib in (int(k) for k in a.pieces.split(",")):
             argv = [str(build / "progs" / "prog_sparse"), str(a.reserve_gib), str(a.touch_mib), str(kib)]
@@ -92,10 +87,7 @@ def main():
                                          for c in configs},
                 "own_peak_to_local_mem": {c: round(med[c]["own_peak_kib"]["median"] / (a.local_mem_mib * 1024), 3)
                                           for c in configs}})
-    finish_machine_info(machine, times0)
-    doc["warnings"] = benchlib.busy_warnings(machine)
-    path = benchlib.write_json(doc, "reservations")
-    print(f"wrote {path}")
+    benchlib.finish_doc(doc, times0, "reservations")
     print(f"| pieces | config | time s (x native) | own peak MiB (x local-mem {a.local_mem_mib}M) | outside MiB | "
           "not kept ms |")
     for r in doc["results"]:

@@ -22,7 +22,6 @@ bench/results/sched-<UTC>.json (schema comex-bench-sched/1).
       [--modes normal,slice,fifo,build:DIR] [--neighbours 0,1,2] [--fraction 0.25]
 """
 
-import argparse
 import json
 import subprocess
 import sys
@@ -31,7 +30,7 @@ import time
 from pathlib import Path
 
 import benchlib
-from benchlib import clean_env, cpu_times, finish_machine_info, git_revision, machine_info, summary
+from benchlib import clean_env, md_row, summary
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import sysenv  # noqa: E402
@@ -97,9 +96,7 @@ def group(a, build, pattern, hogs, argv, local_kib, want, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--runs", type=int, default=3)
+    ap = benchlib.arg_parser(__doc__.split("\n")[0])
     ap.add_argument("--size-mib", type=int, default=512)
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--patterns", default="rand,seq")
@@ -109,9 +106,7 @@ def main():
     a = ap.parse_args()
     a.modes = a.modes.split(",")
     build = Path(a.build).resolve()
-    times0, machine = cpu_times(), machine_info()
-    doc = {"schema": SCHEMA, "timestamp": benchlib.utc_stamp(), "git": git_revision(), "machine": machine,
-           "params": {k: v for k, v in vars(a).items()} | {"build": str(build)}, "results": []}
+    doc, times0 = benchlib.start_doc(SCHEMA, params=dict(vars(a)) | {"build": str(build)}, results=[])
     with tempfile.TemporaryDirectory(prefix="comex-sched-") as tmp:
         for pattern in a.patterns.split(","):
             argv = bench_argv(build, pattern, a.size_mib, a.passes)
@@ -120,15 +115,13 @@ def main():
             for hogs in (int(n) for n in a.neighbours.split(",")):
                 r = group(a, build, pattern, hogs, argv, local_kib, want, tmp)
                 doc["results"].append(r | {"native_s": round(tn, 4), "peak_kib": peak, "local_mem_kib": local_kib})
-    finish_machine_info(machine, times0)
-    doc["warnings"] = benchlib.busy_warnings(machine)
-    path = benchlib.write_json(doc, "sched")
-    print(f"wrote {path}")
-    print("| pattern | neighbours | " + " | ".join(f"{m} s (p50/p99 us)" for m in a.modes) + " |")
+    benchlib.finish_doc(doc, times0, "sched")
+    print(md_row("pattern", "neighbours", *(f"{m} s (p50/p99 us)" for m in a.modes)))
     for r in doc["results"]:
-        cells = [f"{r['median'][m]['time_s']['median']:.2f} ({r['median'][m]['fault_median_us']['median']:.1f}/"
-                 f"{r['median'][m]['fault_p99_us']['median']:.0f}) {r['time_ratio'][m]:.2f}x" for m in a.modes]
-        print(f"| {r['pattern']} | {r['neighbours']} | " + " | ".join(cells) + " |")
+        print(md_row(r["pattern"], r["neighbours"], *(f"{r['median'][m]['time_s']['median']:.2f} "
+                                                      f"({r['median'][m]['fault_median_us']['median']:.1f}/"
+                                                      f"{r['median'][m]['fault_p99_us']['median']:.0f}) "
+                                                      f"{r['time_ratio'][m]:.2f}x" for m in a.modes)))
 
 
 if __name__ == "__main__":

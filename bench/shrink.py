@@ -20,7 +20,6 @@ comex-bench-shrink/1) with per-run records and medians.
   python3 bench/shrink.py [--build DIR] [--runs 3] [--pool-mib 512] [--program-mib 480] [--deficit-mib 256]
 """
 
-import argparse
 import json
 import os
 import re
@@ -31,7 +30,7 @@ import time
 from pathlib import Path
 
 import benchlib
-from benchlib import clean_env, cpu_times, finish_machine_info, git_revision, machine_info, start_memnode, summary
+from benchlib import clean_env, finish_machine_info, start_memnode, summary
 
 SCHEMA = "comex-bench-shrink/1"
 RESERVE_MIB = 512
@@ -100,9 +99,9 @@ def one_run(a, comex, gate_prog, tmp, token, r, native_out):
         # started inside the cgroup, so that its pool is charged there and what
         # it gives back shows in the cgroup's usage, which it reads
         mn_a, port_a = start_memnode(comex, tmp, f"a{r}", token, a.pool_mib, wrap=cg.wrap,
-                                     extra=("--host-reserve", f"{RESERVE_MIB}M", "--hugepages", "false"))
+                                     extra=("--host-reserve", f"{RESERVE_MIB}M", "--hugepages", "false"))[:2]
         procs.append(mn_a)
-        mn_b, port_b = start_memnode(comex, tmp, f"b{r}", token, a.program_mib + 256)
+        mn_b, port_b = start_memnode(comex, tmp, f"b{r}", token, a.program_mib + 256)[:2]
         procs.append(mn_b)
         conf, gate = tmp / f"run{r}.conf", tmp / f"gate{r}"
         conf.write_text(f"memnode = 127.0.0.1:{port_a}\n")
@@ -170,9 +169,7 @@ def one_run(a, comex, gate_prog, tmp, token, r, native_out):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--runs", type=int, default=3)
+    ap = benchlib.arg_parser(__doc__.split("\n\n")[0])
     ap.add_argument("--pool-mib", type=int, default=512)
     ap.add_argument("--program-mib", type=int, default=480)
     ap.add_argument("--local-mib", type=int, default=64)
@@ -183,13 +180,11 @@ def main(argv):
         sys.exit("bench/shrink.py: creating a memory cgroup needs root")
     build = Path(a.build).resolve()
     comex, gate_prog = str(build / "comex"), str(build / "progs" / "prog_gate")
-    times0, machine = cpu_times(), machine_info()
-    doc = {"schema": SCHEMA, "timestamp": benchlib.utc_stamp(), "git": git_revision(), "machine": machine,
-           "setup": {"pool_mib": a.pool_mib, "host_reserve_mib": RESERVE_MIB, "program_mib": a.program_mib,
-                     "local_mib": a.local_mib, "deficit_mib": a.deficit_mib, "runs": a.runs,
-                     "memnodes": "a in its own memory cgroup (--host-reserve), b outside; loopback TCP",
-                     "program": "prog_gate MiB GATE idle (fills, then waits; checked at the end)"},
-           "runs": []}
+    setup = {"pool_mib": a.pool_mib, "host_reserve_mib": RESERVE_MIB, "program_mib": a.program_mib,
+             "local_mib": a.local_mib, "deficit_mib": a.deficit_mib, "runs": a.runs,
+             "memnodes": "a in its own memory cgroup (--host-reserve), b outside; loopback TCP",
+             "program": "prog_gate MiB GATE idle (fills, then waits; checked at the end)"}
+    doc, times0 = benchlib.start_doc(SCHEMA, setup=setup, runs=[])
     with tempfile.TemporaryDirectory(prefix="comex-shrink-") as td:
         tmp = Path(td)
         token = tmp / "token"
@@ -197,7 +192,7 @@ def main(argv):
         native = subprocess.run([gate_prog, str(a.program_mib), "/"], capture_output=True, text=True, check=True)
         for r in range(a.runs):
             doc["runs"].append(one_run(a, comex, gate_prog, tmp, token, r, native.stdout))
-    finish_machine_info(machine, times0)
+    finish_machine_info(doc["machine"], times0)
     doc["summary"] = {k: summary([x[k] for x in doc["runs"]], 3)
                       for k in ("hog_ready_s", "first_shrink_s", "deficit_given_s", "grown_back_s", "pages_moved_logged",
                                 "moved_mib_per_s")}

@@ -73,7 +73,7 @@ class Memnodes:
         # idle-spin 0: four polling memnodes would take the shared machine's cores;
         # drain-timeout 30 s: a restart is bounded even if a client cannot answer
         return benchlib.start_memnode(comex, tmp, name, token, pool_mib, port,
-                                      extra=("--idle-spin=0", "--drain-timeout=30s"))
+                                      extra=("--idle-spin=0", "--drain-timeout=30s"))[:2]
 
     def addresses(self):
         return ",".join(f"127.0.0.1:{self.ports[n]}" for n in NODES)

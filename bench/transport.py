@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 import benchlib
-from benchlib import (ROOT, SPREAD_LIMIT, cpu_times, finish_machine_info, git_revision, machine_info,
+from benchlib import (ROOT, SPREAD_LIMIT, clean_env, cpu_times, finish_machine_info, git_revision, machine_info,
                       pct, read_text, spread)
 
 SCHEMA = "comex-bench-transport/1"
@@ -44,7 +44,7 @@ DEFAULT_ITERS = {4096: 80000, 65536: 25000, 262144: 8000}
 QUICK_ITERS = {4096: 500, 65536: 200, 262144: 100}
 ACCEPT_LIMIT = 1.5           # issue: UCX within 1.5x of raw TCP for 4 KiB reads
 CLIENT_CPU = 0               # the bench client's core; a polling memnode takes the last one
-POOL = "64M"                 # memnode pool; the bench needs at most 64 frames
+POOL_MIB = 64                # memnode pool; the bench needs at most 64 frames
 BENCH_TIMEOUT_S = 900
 MEMNODE_START_TIMEOUT_S = 30
 POLL_WAIT_S = 60             # default --poll-wait: another memnode may hold the polling core
@@ -106,19 +106,9 @@ INFO_PAIRS = [
 
 # ------------------------------------------------------------------ processes
 
-def clean_env(ucx_tls):
-    """Our environment minus anything that would reconfigure comex or UCX
-    behind our back, plus the configuration's UCX_TLS."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("COMEX_") and not k.startswith("UCX_")}
-    if ucx_tls:
-        env["UCX_TLS"] = ucx_tls
-    return env
-
-
-def memnode_flags(cfg, token):
-    flags = ["--listen", "127.0.0.1:0", "--pool", POOL, "--token-file", token,
-             "--data-path", cfg.data_path]
+def memnode_extra(cfg):
+    """The configuration's memnode options beyond listen, pool and token."""
+    flags = ["--data-path", cfg.data_path]
     if not cfg.poll:
         flags += ["--idle-spin", "0"]  # polling uses the default idle-spin
     if cfg.shm:
@@ -126,31 +116,22 @@ def memnode_flags(cfg, token):
     return flags
 
 
-class Memnode:
-    """A `comex memnode` process for one configuration and run."""
+def memnode_flags(cfg, token):
+    return benchlib.memnode_flags(token, POOL_MIB, extra=memnode_extra(cfg))
 
-    def __init__(self, comex, cfg, token, log_path):
-        self.comex, self.cfg, self.token, self.log_path = comex, cfg, token, log_path
+
+class Memnode:
+    """A `comex memnode` process for one configuration and run, logging to tmp/NAME.log."""
+
+    def __init__(self, comex, cfg, token, tmp, name):
+        self.comex, self.cfg, self.token, self.tmp, self.name = comex, cfg, token, tmp, name
+        self.log_path = Path(tmp) / f"{name}.log"
         self.proc, self.port, self.polling_core = None, None, None
 
     def start(self):
-        with open(self.log_path, "w") as log:
-            self.proc = subprocess.Popen([self.comex, "memnode"] + memnode_flags(self.cfg, self.token),
-                                         stdout=log, stderr=log, env=clean_env(self.cfg.ucx_tls))
-        deadline = time.monotonic() + MEMNODE_START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            text = read_text(self.log_path) or ""
-            m = re.search(r" on port (\d+)", text)
-            if m:
-                self.port = int(m.group(1))
-                core = re.search(r"busy-polling on core (\d+)", text)
-                self.polling_core = int(core.group(1)) if core else None
-                return
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"memnode exited at start-up ({self.proc.returncode}): {text.strip()}")
-            time.sleep(0.01)
-        self.stop()
-        raise RuntimeError(f"memnode did not report its port within {MEMNODE_START_TIMEOUT_S} s")
+        self.proc, self.port, self.polling_core, _ = benchlib.start_memnode(
+            self.comex, self.tmp, self.name, self.token, POOL_MIB, extra=memnode_extra(self.cfg),
+            env=clean_env(self.cfg.ucx_tls), timeout=MEMNODE_START_TIMEOUT_S)
 
     def stop(self):
         """SIGTERM and wait; the memnode must exit with status 0."""
@@ -168,14 +149,14 @@ class Memnode:
         return (read_text(self.log_path) or "").splitlines()[-lines:]
 
 
-def start_memnode(comex, cfg, token, log_path, poll_wait_s):
+def start_memnode(comex, cfg, token, tmp, name, poll_wait_s):
     """Starts a memnode. A polling one that found the polling core claimed by
     another memnode on this host (it then sleeps instead) is restarted every
     few seconds for up to poll_wait_s; after that it is used as it is and the
     run is flagged."""
     deadline = time.monotonic() + poll_wait_s
     while True:
-        mn = Memnode(comex, cfg, token, log_path)
+        mn = Memnode(comex, cfg, token, tmp, name)
         mn.start()
         if not cfg.poll or mn.polling_core is not None or time.monotonic() >= deadline:
             return mn
@@ -231,8 +212,7 @@ def measure_config(ctx, cfg, run):
     mn = None
     try:
         if cfg.kind == "comex":
-            mn = start_memnode(ctx["comex"], cfg, ctx["token"], Path(ctx["tmp"]) / f"{cfg.name}-{run}.log",
-                               ctx["poll_wait_s"])
+            mn = start_memnode(ctx["comex"], cfg, ctx["token"], ctx["tmp"], f"{cfg.name}-{run}", ctx["poll_wait_s"])
             ctx["polling"].setdefault(cfg.name, []).append(mn.polling_core)
             if cfg.name not in ctx["lanes"]:
                 ctx["lanes"][cfg.name] = probe_lanes(ctx["bench"], cfg, mn.port, ctx["token"])
@@ -378,11 +358,8 @@ def warnings_for(results, polling, errors, machine, quick):
             w.append(f"{cfg.name}: in some runs the memnode found its polling core claimed by another "
                      f"memnode on this host and slept instead; those numbers are not polling numbers")
     w += benchlib.busy_warnings(machine)
-    if errors:
-        w.append(f"{len(errors)} measurement(s) failed; see 'errors'")
-    if quick:
-        w.append("--quick smoke run: too few iterations for meaningful numbers")
-    return w
+    return w + benchlib.closing_warnings(errors, "measurement(s)",
+                                         quick and "too few iterations for meaningful numbers")
 
 
 # ------------------------------------------------------------------ output
@@ -740,7 +717,7 @@ def main(argv):
         "machine": machine,
         "git": git_revision(),
         "options": {"runs": args.runs, "iters": {str(k): v for k, v in iters.items()}, "quick": args.quick,
-                    "warmup_ops": 100, "client_cpu": CLIENT_CPU, "pool": POOL, "poll_wait_s": args.poll_wait,
+                    "warmup_ops": 100, "client_cpu": CLIENT_CPU, "pool": f"{POOL_MIB}M", "poll_wait_s": args.poll_wait,
                     "private_shm": bool(os.environ.get(PRIVATE_SHM_MARK)),
                     "environment": "COMEX_* and UCX_* removed; UCX_TLS set per configuration",
                     "build": str(Path(comex).parent), "duration_s": round(time.monotonic() - started, 1)},

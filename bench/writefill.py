@@ -17,7 +17,6 @@ medians and the on/off ratio per pattern and neighbour.
   python3 bench/writefill.py [--build DIR] [--runs 3] [--size-mib 508] [--patterns seq,rand]
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -28,7 +27,7 @@ import time
 from pathlib import Path
 
 import benchlib
-from benchlib import clean_env, cpu_times, finish_machine_info, git_revision, machine_info, summary
+from benchlib import clean_env, summary
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import sysenv  # noqa: E402  (bench/harness, importable as a package from bench/)
@@ -66,9 +65,7 @@ def run(build, pattern, size_mib, local_kib, fill, tmp, want_out):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--runs", type=int, default=3)
+    ap = benchlib.arg_parser(__doc__.split("\n")[0])
     ap.add_argument("--size-mib", type=int, default=508)
     ap.add_argument("--patterns", default="seq,rand")
     ap.add_argument("--neighbours", default="none,stress,stress-nice")
@@ -77,9 +74,7 @@ def main():
     neighbours = a.neighbours.split(",")
     if any(n != "none" for n in neighbours) and not shutil.which("stress-ng"):
         raise SystemExit("stress-ng is not installed (apt-get install stress-ng)")
-    times0, machine = cpu_times(), machine_info()
-    doc = {"schema": SCHEMA, "timestamp": benchlib.utc_stamp(), "git": git_revision(), "machine": machine,
-           "params": vars(a) | {"build": str(build)}, "results": []}
+    doc, times0 = benchlib.start_doc(SCHEMA, params=vars(a) | {"build": str(build)}, results=[])
     with tempfile.TemporaryDirectory(prefix="comex-writefill-") as tmp:
         for pattern in a.patterns.split(","):
             out, peak, tn = native(build, pattern, a.size_mib)
@@ -106,10 +101,7 @@ def main():
                     "local_mem_kib": local_kib, "on": runs[True], "off": runs[False],
                     "median_on": med[True], "median_off": med[False],
                     "time_ratio_on_off": round(med[True]["time_s"]["median"] / med[False]["time_s"]["median"], 3)})
-    finish_machine_info(machine, times0)
-    doc["warnings"] = benchlib.busy_warnings(machine)
-    path = benchlib.write_json(doc, "writefill")
-    print(f"wrote {path}")
+    benchlib.finish_doc(doc, times0, "writefill")
     for r in doc["results"]:
         on, off = r["median_on"], r["median_off"]
         print(f"| {r['pattern']} | {r['neighbour']} | {off['time_s']['median']:.2f} | {on['time_s']['median']:.2f} | "

@@ -23,14 +23,14 @@ SENS = {
 }
 
 
-def _interleaved(sess, plan):
-    """plan: list of (workload, mode, fraction, kwargs); runs them --runs
+def _interleaved(sess, plan, reps):
+    """plan: list of (workload, mode, fraction, kwargs); runs them reps
     times, repetitions interleaved (rep 1 of everything, then rep 2...), so
     a change of machine speed hits every mode alike. A mode that times out
     at one fraction is not run at smaller ones in that repetition (they can
     only be slower); one that failed otherwise (e.g. OOM-killed) is."""
     dead = set()
-    for rep in range(sess.args.runs):
+    for rep in range(reps):
         for (w, mname, frac, kw) in plan:
             key = (w, mname, tuple(kw.get("comex_opts") or ()), kw.get("k", 1), kw.get("neighbour"), rep)
             if key in dead:
@@ -63,60 +63,61 @@ def _provision(sess, workloads, kmax=1):
     sess.provision(max(fps) if fps else 64 << 20, kmax)
 
 
+def _experiment(sess, workloads, plan_of, kmax=1, reps=None):
+    """What every experiment does: the local reference runs of workloads
+    (a refused one is skipped), the machine provisioned for the largest
+    footprint and kmax programs at once, then plan_of(the workloads left)
+    run reps times (default --runs), interleaved."""
+    wls = _refs(sess, workloads)
+    _provision(sess, wls, kmax)
+    plan = plan_of(wls)
+    reps = sess.args.runs if reps is None else reps
+    sess.planned += len(plan) * reps
+    _interleaved(sess, plan, reps)
+
+
 def sweep(sess):
     a = sess.args
-    wls = _refs(sess, a.workloads)
-    _provision(sess, wls)
     modes = [m for m in a.modes if m != "local"]
-    plan = [(w, m, f, {}) for w in wls for f in a.fractions for m in modes]
-    sess.planned += len(plan) * a.runs
-    _interleaved(sess, plan)
+    _experiment(sess, a.workloads, lambda wls: [(w, m, f, {}) for w in wls for f in a.fractions for m in modes])
 
 
 def faults(sess):
     a = sess.args
-    wls = _refs(sess, a.workloads)
-    _provision(sess, wls)
-    plan = [(w, "comex", f, {}) for w in wls for f in a.fault_fractions]
-    sess.planned += len(plan) * a.runs
-    _interleaved(sess, plan)
+    _experiment(sess, a.workloads, lambda wls: [(w, "comex", f, {}) for w in wls for f in a.fault_fractions])
 
 
 def sensitivity(sess):
     a = sess.args
-    wls = _refs(sess, a.sens_workloads)
-    _provision(sess, wls)
-    plan = []
-    for p in a.params:
-        flag, values, default = SENS[p]
-        for w in wls:
-            for v in values:
-                plan.append((w, "comex", a.sens_fraction, {"comex_opts": [flag, v], "extra": {"param": p, "value": v}}))
-    sess.planned += len(plan) * a.runs
-    _interleaved(sess, plan)
+
+    def plan_of(wls):
+        plan = []
+        for p in a.params:
+            flag, values, default = SENS[p]
+            for w in wls:
+                for v in values:
+                    plan.append((w, "comex", a.sens_fraction,
+                                 {"comex_opts": [flag, v], "extra": {"param": p, "value": v}}))
+        return plan
+    _experiment(sess, a.sens_workloads, plan_of)
 
 
 def multitask(sess):
     a = sess.args
-    wls = _refs(sess, a.mt_workloads)
-    _provision(sess, wls, kmax=max(a.ks))
-    plan = [(w, m, (a.mt_fraction if m != "local" else None), {"k": k})
-            for w in wls for k in a.ks for m in a.mt_modes]
-    sess.planned += len(plan) * a.runs
-    _interleaved(sess, plan)
+    _experiment(sess, a.mt_workloads, lambda wls: [(w, m, (a.mt_fraction if m != "local" else None), {"k": k})
+                                                   for w in wls for k in a.ks for m in a.mt_modes],
+                kmax=max(a.ks))
 
 
 def tax(sess):
-    a = sess.args
-    wls = _refs(sess, a.workloads)
-    _provision(sess, wls)
-    plan = []
-    for w in wls:
-        fp = sess.refs[(w, sess.workload(w).size)]["footprint_bytes"]
-        lm = "%dM" % max(64, 2 * fp >> 20)
-        plan.append((w, "comex", None, {"comex_local_mem": lm, "extra": {"comex_local_mem": lm}}))
-    sess.planned += len(plan) * a.runs
-    _interleaved(sess, plan)
+    def plan_of(wls):
+        plan = []
+        for w in wls:
+            fp = sess.refs[(w, sess.workload(w).size)]["footprint_bytes"]
+            lm = "%dM" % max(64, 2 * fp >> 20)
+            plan.append((w, "comex", None, {"comex_local_mem": lm, "extra": {"comex_local_mem": lm}}))
+        return plan
+    _experiment(sess, sess.args.workloads, plan_of)
 
 
 def busy(sess):
@@ -125,37 +126,21 @@ def busy(sess):
     once per neighbour of --neighbours (none, stress, stress-nice); the
     harness starts the neighbour for each run and stops it afterwards."""
     a = sess.args
-    wls = _refs(sess, a.workloads)
-    _provision(sess, wls)
-    plan = [(w, m, (a.busy_fraction if m != "local" else None), {"neighbour": nb})
-            for w in wls for nb in a.neighbours for m in a.busy_modes]
-    sess.planned += len(plan) * a.runs
-    _interleaved(sess, plan)
+    _experiment(sess, a.workloads, lambda wls: [(w, m, (a.busy_fraction if m != "local" else None),
+                                                 {"neighbour": nb})
+                                                for w in wls for nb in a.neighbours for m in a.busy_modes])
 
 
 def smoke(sess):
     """Every mode once at a tiny size; the caller checks every record verified."""
     a = sess.args
-    wls = _refs(sess, a.workloads)
-    _provision(sess, wls)
-    plan = []
-    for i, w in enumerate(wls):
-        for m in a.modes:
-            if m == "local":
-                continue
-            plan.append((w, m, a.fractions[0], {}))
-    sess.planned += len(plan)
-    for (w, m, f, kw) in plan:
-        sess.run(w, m, f, 0, **kw)
+    _experiment(sess, a.workloads, lambda wls: [(w, m, a.fractions[0], {}) for w in wls for m in a.modes
+                                                if m != "local"], reps=1)
 
 
 def demo(sess):
     a = sess.args
-    wls = _refs(sess, a.workloads)
-    _provision(sess, wls)
-    plan = [(w, m, 25, {}) for w in wls for m in a.modes if m != "local"]
-    sess.planned += len(plan) * a.runs
-    _interleaved(sess, plan)
+    _experiment(sess, a.workloads, lambda wls: [(w, m, 25, {}) for w in wls for m in a.modes if m != "local"])
 
 
 EXPERIMENTS = {"sweep": sweep, "faults": faults, "sensitivity": sensitivity, "multitask": multitask, "tax": tax,

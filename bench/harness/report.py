@@ -33,6 +33,17 @@ def _plt():
     return plt
 
 
+def save_figure(plt, fig, name, title=None):
+    """Writes fig (with the overall title, when given) as
+    docs/img/bench-NAME.png and closes it; returns the page's link to it."""
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(IMG / ("bench-%s.png" % name), dpi=110)
+    plt.close(fig)
+    return "![%s](img/bench-%s.png)\n" % (name, name)
+
+
 def hib(doc, w):
     return doc["workloads"].get(w, {}).get("higher_is_better", False)
 
@@ -191,11 +202,8 @@ def sec_sweep(doc, out, plt):
         ax.axhline(1, color="#999999", lw=0.8)
         ax.grid(True, which="both", alpha=0.3)
     axes[0][0].legend(fontsize=8)
-    fig.suptitle("Slowdown against an unlimited local run, same cgroup limit for every mode (median, min–max)")
-    fig.tight_layout()
-    fig.savefig(IMG / "bench-sweep.png", dpi=110)
-    plt.close(fig)
-    out.append("![sweep](img/bench-sweep.png)\n")
+    out.append(save_figure(plt, fig, "sweep", "Slowdown against an unlimited local run, same cgroup limit for every "
+                                              "mode (median, min–max)"))
     # Fig. 13 style: comex speedup over each swap mode vs M
     cm = primary_comex(doc)
     fig, axes = plt.subplots(1, n, figsize=(5 * n, 3.5), squeeze=False)
@@ -218,11 +226,8 @@ def sec_sweep(doc, out, plt):
         ax.set_yscale("log")
         ax.set_title(w)
     axes[0][0].legend(fontsize=8)
-    fig.suptitle("comex speedup over Linux swap at the same limit M (cf. COMEX Fig. 13)")
-    fig.tight_layout()
-    fig.savefig(IMG / "bench-speedup.png", dpi=110)
-    plt.close(fig)
-    out.append("![speedup](img/bench-speedup.png)\n")
+    out.append(save_figure(plt, fig, "speedup",
+                           "comex speedup over Linux swap at the same limit M (cf. COMEX Fig. 13)"))
     if "redis" in wls:
         fig, ax = plt.subplots(figsize=(8, 4))
         ax2 = ax.twinx()
@@ -246,10 +251,7 @@ def sec_sweep(doc, out, plt):
         ax2.set_yscale("log")
         ax.legend(fontsize=8, loc="upper right")
         ax.set_title("redis-server + redis-benchmark (cf. Infiniswap Fig. 1 / 10)")
-        fig.tight_layout()
-        fig.savefig(IMG / "bench-redis.png", dpi=110)
-        plt.close(fig)
-        out.append("![redis](img/bench-redis.png)\n")
+        out.append(save_figure(plt, fig, "redis"))
 
 
 def primary_comex(doc):
@@ -480,10 +482,7 @@ def sec_faults(doc, out, plt):
         ax.set_ylabel("% of page arrivals")
         ax.set_title("comex page-fault activity per workload and limit (cf. COMEX Fig. 14)")
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        fig.tight_layout()
-        fig.savefig(IMG / "bench-faults.png", dpi=110)
-        plt.close(fig)
-        out.append("![faults](img/bench-faults.png)\n")
+        out.append(save_figure(plt, fig, "faults"))
 
 
 def sec_sens(doc, out, plt):
@@ -525,11 +524,7 @@ def sec_sens(doc, out, plt):
         ax.set_ylabel("time / time at %s=%s" % (p, default))
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
-    fig.suptitle("comex sensitivity (cf. COMEX Figs 10-12)")
-    fig.tight_layout()
-    fig.savefig(IMG / "bench-sensitivity.png", dpi=110)
-    plt.close(fig)
-    out.append("![sensitivity](img/bench-sensitivity.png)\n")
+    out.append(save_figure(plt, fig, "sensitivity", "comex sensitivity (cf. COMEX Figs 10-12)"))
 
 
 def sec_multi(doc, out, plt):
@@ -570,9 +565,7 @@ def sec_multi(doc, out, plt):
         ax.legend(fontsize=8)
         ax.set_title("%s: k concurrent programs sharing two memnodes / one swap device (cf. COMEX Fig. 15)" % w,
                      fontsize=9)
-        fig.tight_layout()
-        fig.savefig(IMG / "bench-multitask.png", dpi=110)
-        plt.close(fig)
+        save_figure(plt, fig, "multitask")   # one per workload: the last one is shown
     out.append("![multitask](img/bench-multitask.png)\n")
 
 
@@ -605,10 +598,7 @@ def sec_tax(doc, out, plt):
         ax.axhline(1, color="black", lw=0.8)
         ax.set_ylabel("comex / local (footprint fits)")
         ax.set_title("Transparency tax")
-        fig.tight_layout()
-        fig.savefig(IMG / "bench-tax.png", dpi=110)
-        plt.close(fig)
-        out.append("![tax](img/bench-tax.png)\n")
+        out.append(save_figure(plt, fig, "tax"))
 
 
 def sec_warnings(docs, out):

@@ -11,6 +11,7 @@ import threading
 import time
 
 from . import sysenv
+from .sysenv import benchlib
 from .modes import make_mode
 from .sysenv import Refused, log
 from .workloads import WORKLOADS
@@ -167,7 +168,7 @@ class Session:
             timeout = min(self.args.timeout, 2 * timeout)
         rec["timeout_s"] = timeout
         vm0 = sysenv.vmstat()
-        cpu0 = sysenv.cpu_times()
+        cpu0 = benchlib.cpu_times()
         ctx = None
         results = [None] * k
         tag = "%s-%s-%s-%s-%d%s%s" % (name, mode_name, fraction, k, rep, tag_extra,
@@ -219,11 +220,12 @@ class Session:
             if ctx is not None:
                 m.end(ctx)
         vm1 = sysenv.vmstat()
-        cpu1 = sysenv.cpu_times()
+        cpu1 = benchlib.cpu_times()
         rec["vmstat_delta"] = {k2: vm1.get(k2, 0) - vm0.get(k2, 0) for k2 in vm1}
-        tot = cpu1[0] - cpu0[0]
-        rec["cpu_busy_pct"] = round(100.0 * (1 - (cpu1[1] - cpu0[1]) / tot), 1) if tot else None
-        rec["steal_pct"] = round(100.0 * (cpu1[2] - cpu0[2]) / tot, 1) if tot else None
+        idle = benchlib.cpu_share(cpu0, cpu1, benchlib.IDLE, benchlib.IOWAIT)
+        steal = benchlib.cpu_share(cpu0, cpu1, benchlib.STEAL)
+        rec["cpu_busy_pct"] = None if idle is None else round(100.0 * (1 - idle), 1)
+        rec["steal_pct"] = None if steal is None else round(100.0 * steal, 1)
         rec["load_after"] = sysenv.loadavg()
         rec["instances"] = results
         for r in results:

@@ -4,11 +4,13 @@ machine on exit, on failure and on Ctrl-C.
 
 Every resource is named with the prefix `comex-bench-<pid>` / `cxb<pid>` so
 that `python3 -m bench.harness cleanup` can find what a killed harness left
-behind (it only touches resources whose owner pid is no longer alive)."""
+behind (it only touches resources whose owner pid is no longer alive).
+
+Machine metadata and starting a memnode come from bench/benchlib.py, the
+benchmarks' one library."""
 
 import datetime
 import glob
-import json
 import os
 import platform
 import re
@@ -18,9 +20,13 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+try:
+    from .. import benchlib          # python3 -m bench.harness, from the repository root
+except ImportError:
+    import benchlib                  # bench/X.py scripts: bench/ is on sys.path
+
+ROOT = benchlib.ROOT
 PID = os.getpid()
 TAG = "comex-bench-%d" % PID
 NS_TAG = "cxb%d" % PID
@@ -47,11 +53,9 @@ def write(path, value):
 
 
 def read(path, default=None):
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return default
+    """A file's text without surrounding white space, or default if it cannot be read."""
+    text = benchlib.read_text(path)
+    return default if text is None else text.strip()
 
 
 # ---------------------------------------------------------------- undo stack
@@ -139,27 +143,7 @@ def kill_session(sid):
 
 # ---------------------------------------------------------------- metadata
 
-def git_rev():
-    rev = sh("git", "-C", str(ROOT), "rev-parse", "HEAD", check=False).stdout.strip() or "unknown"
-    dirty = sh("git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", check=False).stdout.strip()
-    return rev, bool(dirty)
-
-
-def loadavg():
-    return [float(x) for x in read("/proc/loadavg", "0 0 0").split()[:3]]
-
-
-def cpu_model():
-    for line in (read("/proc/cpuinfo", "") or "").splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor()
-
-
-def thp():
-    s = read("/sys/kernel/mm/transparent_hugepage/enabled", "")
-    m = re.search(r"\[(\w+)\]", s or "")
-    return m.group(1) if m else "unknown"
+loadavg = benchlib.loadavg
 
 
 def meminfo_kib(key):
@@ -178,19 +162,6 @@ def vmstat():
     return out
 
 
-def cpu_times():
-    f = (read("/proc/stat", "") or "").splitlines()[0].split()[1:]
-    v = [int(x) for x in f]
-    idle = v[3] + v[4]
-    steal = v[7] if len(v) > 7 else 0
-    return sum(v), idle, steal
-
-
-def ucx_version():
-    p = sh("dpkg-query", "-W", "-f", "${Version}", "libucx-dev", check=False) if shutil.which("dpkg-query") else None
-    return (p.stdout.strip() if p and p.returncode == 0 else "") or "unknown"
-
-
 def build_sha(build):
     """Hash of the binaries under test (comex, libcomex-rt.so): the code that
     ran, whatever the repository's HEAD was (others commit while we run)."""
@@ -206,23 +177,23 @@ def build_sha(build):
 
 
 def metadata(build, options):
-    rev, dirty = git_rev()
+    git = benchlib.git_revision()
     return {
         # checked: results whose checked metadata differ are never merged
         "checked": {
             "kernel": platform.release(),
-            "cpu": cpu_model(),
+            "cpu": benchlib.cpu_model(),
             "cores": os.cpu_count(),
             "mem_total_mib": meminfo_kib("MemTotal") // 1024,
-            "thp": thp(),
+            "thp": benchlib.bracketed(read("/sys/kernel/mm/transparent_hugepage/enabled")) or "unknown",
             "build_sha256": build_sha(build),
             "cgroup": cgroup_version(),
         },
-        "git_rev": rev,
-        "git_dirty": dirty,
+        "git_rev": git["rev"],
+        "git_dirty": git["dirty"],
         "hostname": socket.gethostname(),
         "python": platform.python_version(),
-        "ucx": ucx_version(),
+        "ucx": benchlib.ucx_version()["version"] or "unknown",
         "build": str(build),
         "options": options,
         "load_before": loadavg(),
@@ -463,7 +434,36 @@ def _swapoff(dev):
         sh("swapoff", dev)
 
 
-class SwapFile:
+def _swap_tools_missing(needs_root):
+    """Why swap devices cannot be set up here (NEEDS_ROOT says what wants
+    root), or None."""
+    if os.geteuid() != 0:
+        return needs_root
+    for tool in ("mkswap", "swapon", "swapoff"):
+        if not shutil.which(tool):
+            return "%s is not installed" % tool
+    return None
+
+
+class SwapDevice:
+    """What a swap file and a zram device share: swapon at PRIO for a run,
+    swapoff after it; swap_path() names the device."""
+    PRIO = 10
+
+    def swap_path(self):
+        raise NotImplementedError
+
+    def enable(self):
+        _swapon(self.swap_path(), prio=self.PRIO)
+        self.on = True
+
+    def disable(self):
+        if self.on:
+            _swapoff(self.swap_path())
+            self.on = False
+
+
+class SwapFile(SwapDevice):
     """A swap file on the local disk (created once, enabled per run)."""
 
     def __init__(self, size, directory="/var/tmp"):
@@ -471,12 +471,13 @@ class SwapFile:
         self.size = size
         self.on = False
 
+    def swap_path(self):
+        return self.path
+
     def precondition(self):
-        if os.geteuid() != 0:
-            return "swapon needs root"
-        for tool in ("mkswap", "swapon", "swapoff"):
-            if not shutil.which(tool):
-                return "%s is not installed" % tool
+        why = _swap_tools_missing("swapon needs root")
+        if why:
+            return why
         st = os.statvfs(os.path.dirname(self.path))
         if st.f_bavail * st.f_frsize < self.size + (1 << 30):
             return "not enough free disk in %s for a %d MiB swap file" % (os.path.dirname(self.path), self.size >> 20)
@@ -498,15 +499,6 @@ class SwapFile:
             os.fsync(f.fileno())
         sh("mkswap", self.path)
 
-    def enable(self):
-        _swapon(self.path)
-        self.on = True
-
-    def disable(self):
-        if self.on:
-            _swapoff(self.path)
-            self.on = False
-
     def destroy(self):
         self.disable()
         try:
@@ -515,9 +507,10 @@ class SwapFile:
             pass
 
 
-class Zram:
+class Zram(SwapDevice):
     """A zram swap device: a fresh one from /sys/class/zram-control/hot_add
     when possible, else an unused existing /dev/zramN (disksize 0)."""
+    PRIO = 100
 
     def __init__(self, size):
         self.size = size
@@ -525,12 +518,13 @@ class Zram:
         self.hot = False
         self.on = False
 
+    def swap_path(self):
+        return self.dev
+
     def precondition(self):
-        if os.geteuid() != 0:
-            return "zram set-up needs root"
-        for tool in ("mkswap", "swapon", "swapoff"):
-            if not shutil.which(tool):
-                return "%s is not installed" % tool
+        why = _swap_tools_missing("zram set-up needs root")
+        if why:
+            return why
         if os.path.exists("/sys/class/zram-control/hot_add"):
             return None
         free = [d for d in glob.glob("/sys/block/zram*") if read(d + "/disksize") == "0"]
@@ -563,15 +557,6 @@ class Zram:
         write(self.sys + "/disksize", self.size)
         sh("mkswap", self.dev)
         log("zram: %s, %d MiB, %s" % (self.dev, self.size >> 20, self.alg))
-
-    def enable(self):
-        _swapon(self.dev, prio=100)
-        self.on = True
-
-    def disable(self):
-        if self.on:
-            _swapoff(self.dev)
-            self.on = False
 
     def mm_stat(self):
         f = (read(self.sys + "/mm_stat", "") or "").split()
@@ -660,51 +645,44 @@ class NetNs:
 # ---------------------------------------------------------------- memnodes
 
 class Memnode:
-    """A `comex memnode` process outside the benchmark cgroup, optionally in a
-    network namespace; UCX restricted to TCP on the given device."""
+    """A `comex memnode` process outside the benchmark cgroup, in a session of
+    its own, optionally in a network namespace (UCX then restricted to TCP
+    on its device), with the harness's environment plus ENV and the further
+    memnode options EXTRA; started by benchlib.start_memnode, stopped by the
+    undo stack at the latest."""
 
-    def __init__(self, comex, token, pool, logdir, netns=None, name="mn", env=None):
+    def __init__(self, comex, token, pool, logdir, netns=None, name="mn", env=None, extra=()):
         self.comex = comex
         self.extra_env = dict(env or {})
+        self.extra = list(extra)
         self.token = token
         self.pool = pool
         self.netns = netns
+        self.logdir, self.name = logdir, name
         self.log = os.path.join(logdir, "%s.log" % name)
         self.p = None
         self.addr = None
         self.polling = None
+        self.metrics = None
+        self.undo = None
 
     def start(self, timeout=30):
-        env = dict(os.environ)
-        env.update(self.extra_env)
+        env = dict(os.environ, **self.extra_env)
+        host, wrap = "127.0.0.1", None
         if self.netns:
-            host = self.netns.ns_ip
-            env["UCX_TLS"] = "tcp"
-            env["UCX_NET_DEVICES"] = self.netns.ns_if
-            argv = ["ip", "netns", "exec", self.netns.name]
-        else:
-            host = "127.0.0.1"
-            argv = []
-        argv += [str(self.comex), "memnode", "--listen", "%s:0" % host, "--pool", "%dM" % (self.pool >> 20),
-                 "--token-file", self.token]
-        fh = open(self.log, "w")
-        self.p = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        fh.close()
+            ns = self.netns
+            host = ns.ns_ip
+            env.update(UCX_TLS="tcp", UCX_NET_DEVICES=ns.ns_if)
+            wrap = lambda cmd: ["ip", "netns", "exec", ns.name] + cmd  # noqa: E731
+        s = benchlib.start_memnode(self.comex, self.logdir, self.name, self.token, self.pool >> 20, host=host,
+                                   extra=self.extra, wrap=wrap, env=env, new_session=True, timeout=timeout)
+        self.p = s.proc
         self.undo = UNDO.push("memnode %d" % self.p.pid, self.stop)
-        t0 = time.time()
-        while time.time() - t0 < timeout:
-            txt = read(self.log, "") or ""
-            m = re.search(r"serving \d+ MiB on port (\d+)", txt)
-            if m:
-                self.addr = "%s:%s" % (host, m.group(1))
-                self.polling = "busy-polling on core" in txt
-                return self.addr
-            if self.p.poll() is not None:
-                break
-            time.sleep(0.05)
-        txt = read(self.log, "")
-        self.stop()
-        raise RuntimeError("memnode did not start: %s" % (txt or "").strip()[-500:])
+        self.addr = "%s:%d" % (host, s.port)
+        self.polling = s.polling_core is not None
+        if s.metrics_port is not None:
+            self.metrics = "http://%s:%d/metrics" % (host, s.metrics_port)
+        return self.addr
 
     def alive(self):
         return self.p is not None and self.p.poll() is None
