@@ -1,9 +1,10 @@
 /* End to end over real `comex memnode` processes and UCX over TCP: 100 000
  * pages round trip, two clients, tokens, isolation, disconnect clean-up, full
- * pool, one-sided mode, dead or stopped memnodes; then again over shared memory
- * (option shm). */
+ * pool, one-sided mode, dead or stopped memnodes, a simulated distance; then
+ * again over shared memory (option shm). */
 #include <pthread.h>
 
+#include "clock.h"
 #include "e2e.h"
 
 #define MIB "M"
@@ -307,6 +308,42 @@ static void test_start_with_one_down(void)
 	fprintf(stderr, "start_with_one_down: ok\n");
 }
 
+/* Option sim-rtt: every reply waits for the simulated round trip, so an
+ * ALLOC, a WRITE and a READ each take at least that long (only the lower
+ * bound is checked here: the upper one is timing, measured in
+ * bench/distance.py against a ping-pong of the same run). */
+static void test_sim_rtt(void)
+{
+	struct memnode_proc mn;
+	struct comex_client *c;
+	uint64_t *buf = malloc(4096), t0, ns[3];
+	uint32_t pfn, got;
+
+	CHECK(buf);
+	memnode_start(&mn, (const char *[]){ "--pool", "64M", "--token-file", token, NULL });
+	CHECK(client_for((const char *[]){ "--memnode", mn.addr, "--token-file", token, "--sim-rtt", "20ms",
+					   "--replenish-threshold", "1", NULL }, &c) == 0);
+	t0 = now_ns();
+	CHECK(client_alloc(c, 0, 1, &pfn, &got) == 0 && got == 1);
+	ns[0] = now_ns() - t0;
+	fill_page(buf, pfn, 77);
+	t0 = now_ns();
+	CHECK(client_write(c, 0, pfn, 1, buf) == 0);
+	ns[1] = now_ns() - t0;
+	memset(buf, 0, 4096);
+	t0 = now_ns();
+	CHECK(client_read(c, 0, pfn, 1, buf) == 0);
+	ns[2] = now_ns() - t0;
+	CHECK(page_ok(buf, pfn, 77));
+	client_close(c);
+	memnode_stop(&mn);
+	free(buf);
+	for (int i = 0; i < 3; i++)
+		CHECK(ns[i] >= 20000000);
+	fprintf(stderr, "sim_rtt: ok (20 ms set: alloc %.1f ms, write %.1f ms, read %.1f ms)\n", ns[0] / 1e6,
+		ns[1] / 1e6, ns[2] / 1e6);
+}
+
 int main(void)
 {
 	setenv("UCX_TLS", getenv("COMEX_TEST_UCX_TLS") ? getenv("COMEX_TEST_UCX_TLS") : "tcp", 1);
@@ -323,6 +360,7 @@ int main(void)
 	test_memnode_dies(SIGSTOP);
 	test_rejoin_old_writes();
 	test_start_with_one_down();
+	test_sim_rtt();
 	/* Same paths with UCX's own choice and the shm option: shared memory
 	 * between the memnode and its clients on this host. */
 	unsetenv("UCX_TLS");

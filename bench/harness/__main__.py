@@ -29,7 +29,7 @@ if os.environ.get("COMEX_BENCH_REEXEC") != "1" and os.path.exists("/usr/bin/pyth
         os.execv("/usr/bin/python3", ["/usr/bin/python3", "-m", "bench.harness"] + sys.argv[1:])
 
 from . import experiments, results, sysenv  # noqa: E402
-from .modes import ALL_MODES  # noqa: E402
+from .modes import ALL_MODES, is_mode  # noqa: E402
 from .session import Session, fmt_dur  # noqa: E402
 from .sysenv import log  # noqa: E402
 from .workloads import ALL_WORKLOADS  # noqa: E402
@@ -53,8 +53,8 @@ def ints(s):
 def parse(argv):
     p = argparse.ArgumentParser(prog="python3 -m bench.harness", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("experiment", choices=["sweep", "faults", "sensitivity", "multitask", "tax", "busy", "all",
-                                          "smoke", "demo", "report", "cleanup"])
+    p.add_argument("experiment", choices=["sweep", "faults", "sensitivity", "multitask", "tax", "busy", "replicas", "distance",
+                                          "all", "smoke", "demo", "report", "cleanup"])
     p.add_argument("--build", default="build", help="build directory with comex, libcomex-rt.so, progs/, pager_bench")
     p.add_argument("--size", type=int, help="footprint in MiB of every workload (default: per workload, see --help)")
     p.add_argument("--sweep-sizes", "--sizes", dest="size_map", type=lambda x: {k: int(v) for k, v in (i.split("=") for i in csv(x))},
@@ -62,7 +62,8 @@ def parse(argv):
     p.add_argument("--runs", type=int, default=3, help="repetitions of every configuration (median, min, max)")
     p.add_argument("--quick", action="store_true", help="tiny sizes, 1 run, fewer points: a smoke run in minutes")
     p.add_argument("--workloads", type=csv, help="comma list (default: all): %s" % ",".join(ALL_WORKLOADS))
-    p.add_argument("--modes", type=csv, help="comma list (default: all): %s" % ",".join(ALL_MODES))
+    p.add_argument("--modes", type=csv, help="comma list (default: all): %s; and comex-rttN[-nK] (a simulated "
+                   "round trip of N us over netns, K memnodes; only when named)" % ",".join(ALL_MODES))
     p.add_argument("--fractions", type=ints, help="local memory in %% of the footprint (default 100,75,50,25,10)")
     p.add_argument("--fault-fractions", type=ints, default=[50, 25, 10])
     p.add_argument("--sens-workloads", type=csv, default=["rand", "python"])
@@ -72,6 +73,15 @@ def parse(argv):
     p.add_argument("--mt-workloads", type=csv, default=["rand"])
     p.add_argument("--mt-modes", type=csv, default=["local", "swap-disk", "zram", "comex"])
     p.add_argument("--mt-fraction", type=int, default=25)
+    p.add_argument("--mt-placements", type=csv, default=[],
+                   help="multitask: run comex modes once per placement (hash, p2c, weighted; default: the option's default)")
+    p.add_argument("--distance-modes", type=csv,
+                   default=["comex-shm", "swap-disk", "zram", "comex-rtt3", "comex-rtt15", "comex-rtt30"],
+                   help="distance: the modes beside local")
+    p.add_argument("--rep-mode", default="comex-rtt15-n3", help="replicas: the comex mode (3 memnodes for replicas 3)")
+    p.add_argument("--rep-workloads", type=csv, default=["rand"])
+    p.add_argument("--rep-fraction", type=int, default=25)
+    p.add_argument("--replica-counts", type=ints, default=[1, 2, 3])
     p.add_argument("--busy-modes", type=csv, default=["local", "comex-shm", "swap-disk", "zram"],
                    help="busy: modes run beside each neighbour (local is the reference)")
     p.add_argument("--neighbours", type=csv, default=list(sysenv.NEIGHBOURS),
@@ -102,7 +112,7 @@ def parse(argv):
     a.fractions = a.fractions or ([50, 10] if a.quick else list(experiments.FRACTIONS))
     if a.quick:
         a.fault_fractions = [25]
-    for w in a.workloads + a.sens_workloads + a.mt_workloads:
+    for w in a.workloads + a.sens_workloads + a.mt_workloads + a.rep_workloads:
         if w not in ALL_WORKLOADS:
             p.error("unknown workload %s (known: %s)" % (w, ", ".join(ALL_WORKLOADS)))
     if "local" not in a.busy_modes:
@@ -110,8 +120,8 @@ def parse(argv):
     for nb in a.neighbours:
         if nb not in sysenv.NEIGHBOURS:
             p.error("unknown neighbour %s (known: %s)" % (nb, ", ".join(sysenv.NEIGHBOURS)))
-    for m in a.modes + a.mt_modes + a.busy_modes:
-        if m not in ALL_MODES:
+    for m in a.modes + a.mt_modes + a.busy_modes + a.distance_modes + [a.rep_mode]:
+        if not is_mode(m):
             p.error("unknown mode %s (known: %s)" % (m, ", ".join(ALL_MODES)))
     for x in a.params:
         if x not in experiments.SENS:

@@ -1,10 +1,12 @@
 """The experiments (each one command):
 
   sweep       every mode at 100/75/50/25/10 % of the footprint (seed 000 Fig. 13, seed 001 Figs 1/10)
+  distance    the sweep with comex-rtt3/15/30 (simulated round trips) beside comex-shm, swap-disk, zram
   faults      comex's fault breakdown per workload at 50/25/10 % (seed 000 Fig. 14)
   sensitivity comex at 25 % with T, P and B varied one at a time (seed 000 Figs 10-12)
   multitask   k = 1, 2, 4 programs at once, each in its own cgroup at 25 %, sharing two memnodes
               or the swap device (seed 000 Fig. 15)
+  replicas    --rep-mode with replicas 1, 2, 3 (time, bytes written)
   tax         comex with a budget twice the footprint (nothing evicted) against local
   all         all of the above
   smoke       every mode once at a tiny size, outputs verified (tests/e2e_bench_smoke.sh)
@@ -82,6 +84,15 @@ def sweep(sess):
     _experiment(sess, a.workloads, lambda wls: [(w, m, f, {}) for w in wls for f in a.fractions for m in modes])
 
 
+def distance(sess):
+    """The sweep at network distances: --distance-modes (comex-rttN: a
+    simulated round trip of N us over netns and TCP, beside the same-host
+    and swap modes) at --fractions, for the distance plot and its model."""
+    a = sess.args
+    _experiment(sess, a.workloads, lambda wls: [(w, m, f, {}) for w in wls for f in a.fractions
+                                                for m in a.distance_modes])
+
+
 def faults(sess):
     a = sess.args
     _experiment(sess, a.workloads, lambda wls: [(w, "comex", f, {}) for w in wls for f in a.fault_fractions])
@@ -103,10 +114,28 @@ def sensitivity(sess):
 
 
 def multitask(sess):
+    """k programs at once; comex modes once per placement of
+    --mt-placements (default: the placement option's default)."""
     a = sess.args
-    _experiment(sess, a.mt_workloads, lambda wls: [(w, m, (a.mt_fraction if m != "local" else None), {"k": k})
-                                                   for w in wls for k in a.ks for m in a.mt_modes],
+
+    def variants(m):
+        if not m.startswith("comex") or not a.mt_placements:
+            return [{}]
+        return [{"comex_opts": ["--placement", p], "extra": {"placement": p}} for p in a.mt_placements]
+    _experiment(sess, a.mt_workloads, lambda wls: [(w, m, (a.mt_fraction if m != "local" else None), dict(v, k=k))
+                                                   for w in wls for k in a.ks for m in a.mt_modes
+                                                   for v in variants(m)],
                 kmax=max(a.ks))
+
+
+def replicas(sess):
+    """Replication's price: --rep-mode (enough memnodes for the most
+    copies) at --rep-fraction with replicas 1, 2, 3; time, and bytes written
+    from the runtime's counters."""
+    a = sess.args
+    _experiment(sess, a.rep_workloads, lambda wls: [(w, a.rep_mode, a.rep_fraction,
+                                                     {"comex_opts": ["--replicas", str(r)], "extra": {"replicas": r}})
+                                                    for w in wls for r in a.replica_counts])
 
 
 def tax(sess):
@@ -144,4 +173,5 @@ def demo(sess):
 
 
 EXPERIMENTS = {"sweep": sweep, "faults": faults, "sensitivity": sensitivity, "multitask": multitask, "tax": tax,
+               "replicas": replicas, "distance": distance,
                "busy": busy, "smoke": smoke, "demo": demo}

@@ -11,6 +11,10 @@ pages that do not fit go:
                grows with the program (embedded-pool auto)
   comex-net10  comex run, each memnode in its own network namespace behind a
   comex-net25  veth pair shaped by tbf to 10 / 25 Gbit/s
+  comex-rttN   comex-net25 with a simulated round trip of N microseconds
+               added to every reply (option sim-rtt: a simulation; RDMA is
+               about 3 us, TCP over 25 GbE 15-30 us); comex-rttN-nK: K
+               memnodes instead of 2
 
 No comex mode busy-polls (NO_SPIN): memnodes sleep between requests and the
 fault handler and the client sleep while they wait, so no polling thread
@@ -21,6 +25,7 @@ experiment; each run enables its swap device, starts fresh memnodes and
 creates its cgroup(s), and undoes that afterwards."""
 
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -29,6 +34,7 @@ from . import sysenv
 from .sysenv import Cgroup, Memnode, NetNs, Refused, SwapFile, Zram, log
 
 ALL_MODES = ["local", "swap-disk", "zram", "comex", "comex-shm", "comex-net10", "comex-net25"]
+# not run unless named (they are simulations): comex-rttN[-nK], any N and K
 MIB = 1 << 20
 # Busy-polling off everywhere the harness starts comex: the memnodes'
 # idle-spin (separate memnodes get the flag, comex run's embedded memnode the
@@ -79,6 +85,8 @@ class RunCtx:
             pre += ["--local-mem", "auto"]
         if stats:
             pre += ["--stats-json", stats]
+        if self.mode.sim_rtt_us:
+            pre += ["--sim-rtt", "%dus" % self.mode.sim_rtt_us]
         pre += self.comex_opts + ["--"]
         if self.mode.embedded:
             return pre + enter + list(argv)
@@ -103,6 +111,7 @@ class Mode:
     embedded = False
     swap_kind = None
     net_rate = None
+    sim_rtt_us = 0
 
     def __init__(self, name, build, spin=False):
         """spin: keep comex's busy-polling defaults (--spin on) instead of
@@ -227,11 +236,13 @@ class ZramMode(SwapMode):
 class ComexMode(Mode):
     comex = True
 
-    def __init__(self, name, build, rate=None, nodes=2, embedded=False, spin=False):
+    def __init__(self, name, build, rate=None, nodes=2, embedded=False, spin=False, sim_rtt_us=0):
         """embedded: no memnodes of ours; `comex run` starts its own (nodes
-        is then 1, for the memory check)."""
+        is then 1, for the memory check). sim_rtt_us: the simulated round
+        trip (option sim-rtt) every run adds."""
         super().__init__(name, build, spin)
         self.net_rate = rate
+        self.sim_rtt_us = sim_rtt_us
         self.embedded = embedded
         self.nodes = 1 if embedded else nodes
 
@@ -301,12 +312,20 @@ class ComexMode(Mode):
                                "(cgroup-follow, default slack); comex run is outside the cgroup",
                      network="none (same host, shared memory)")
             return d
+        if self.sim_rtt_us:
+            d["sim_rtt_us"] = self.sim_rtt_us
+            d["simulation"] = "option sim-rtt: every reply taken in %d us later than it came" % self.sim_rtt_us
         if self.net_rate:
             d["network"] = [n.describe() for n in self.netns] or "netns + veth + tbf %d Gbit/s" % self.net_rate
             d["ucx_env"] = {"UCX_TLS": "tcp", "UCX_NET_DEVICES": "the bridge (client), the veth (memnode)"}
         else:
             d["network"] = "loopback"
         return d
+
+
+def is_mode(name):
+    """Whether make_mode knows name: one of ALL_MODES, or comex-rttN[-nK]."""
+    return name in ALL_MODES or re.fullmatch(r"comex-rtt\d+(-n\d)?", name) is not None
 
 
 def make_mode(name, build, spin=False):
@@ -322,4 +341,7 @@ def make_mode(name, build, spin=False):
         return ComexMode(name, build, embedded=True, spin=spin)
     if name.startswith("comex-net"):
         return ComexMode(name, build, rate=int(name[len("comex-net"):]), spin=spin)
+    m = re.fullmatch(r"comex-rtt(\d+)(?:-n(\d))?", name)
+    if m:
+        return ComexMode(name, build, rate=25, nodes=int(m.group(2) or 2), spin=spin, sim_rtt_us=int(m.group(1)))
     raise ValueError("unknown mode %r (modes: %s)" % (name, ", ".join(ALL_MODES)))

@@ -11,10 +11,12 @@ from .sysenv import ROOT, log
 IMG = ROOT / "docs" / "img"
 DOC = ROOT / "docs" / "RESULTS.md"
 NOTES = ROOT / "bench" / "results" / "notes.md"
-MODE_ORDER = ["local", "swap-disk", "zram", "comex-shm", "comex", "comex-net10", "comex-net25"]
+MODE_ORDER = ["local", "swap-disk", "zram", "comex-shm", "comex", "comex-net10", "comex-net25",
+              "comex-rtt3", "comex-rtt15", "comex-rtt30", "comex-rtt15-n3"]
 COMEX_MODES = [m for m in MODE_ORDER if m.startswith("comex")]
 COLORS = {"local": "#444444", "swap-disk": "#d62728", "zram": "#ff7f0e", "comex": "#1f77b4",
-          "comex-shm": "#17becf", "comex-net10": "#2ca02c", "comex-net25": "#9467bd"}
+          "comex-shm": "#17becf", "comex-net10": "#2ca02c", "comex-net25": "#9467bd",
+          "comex-rtt3": "#8c564b", "comex-rtt15": "#e377c2", "comex-rtt30": "#7f7f7f"}
 # the fractions and the bound of the issue's targets (sec_targets)
 TARGET_FRACTIONS = [50, 25]
 TARGET_MEDIAN_FRACTION = 50
@@ -527,37 +529,51 @@ def sec_sens(doc, out, plt):
     out.append(save_figure(plt, fig, "sensitivity", "comex sensitivity (cf. COMEX Figs 10-12)"))
 
 
+def variant(s):
+    """A summary's mode with the options it ran with: 'comex-rtt15 (--placement p2c)'."""
+    return s["mode"] + (" (%s)" % " ".join(s["comex_opts"]) if s.get("comex_opts") else "")
+
+
 def sec_multi(doc, out, plt):
     out.append("## Multi-tasking: k programs at once, each in its own cgroup at %d %% (shared memnodes / swap device)\n"
                % (doc["metadata"]["options"].get("mt_fraction") or 25))
     out.append("Mean completion time of the k instances relative to k instances run locally (unlimited) at the "
-               "same time. Result file `%s`.\n" % doc["_path"])
+               "same time (the ratio takes out the CPU they share here); in brackets the slowest instance's against "
+               "the slowest local one, and against its own k=1 ratio (the target: at most 1.3x). Result file `%s`.\n"
+               % doc["_path"])
     ks = sorted({s["k"] for s in doc["summary"]})
-    modes = [m for m in modes_of(doc)]
+    variants = sorted({variant(s) for s in doc["summary"] if s["mode"] != "local"},
+                      key=lambda v: (MODE_ORDER.index(v.split()[0]) if v.split()[0] in MODE_ORDER else 50, v))
     for w in sorted({s["workload"] for s in doc["summary"]}):
         out.append("| %s | " % w + " | ".join("k=%d" % k for k in ks) + " |")
         out.append("|---|" + "---|" * len(ks))
         data = {}
-        for m in modes:
+        for v in variants:
             row = []
             for k in ks:
-                s = one(doc, workload=w, mode=m, k=k)
+                s = next((x for x in summaries(doc, workload=w, k=k) if variant(x) == v), None)
                 loc = one(doc, workload=w, mode="local", k=k)
                 sm, lm = (s or {}).get(metric(doc, w)), (loc or {}).get(metric(doc, w))
                 if sm and lm:
                     r = sm["median"] / lm["median"] if not hib(doc, w) else lm["median"] / sm["median"]
-                    row.append("%.2fx%s" % (r, " ⚠" if s.get("warn_spread") else ""))
-                    data.setdefault(m, {})[k] = r
+                    txt = "%.2fx%s" % (r, " ⚠" if s.get("warn_spread") else "")
+                    worst, lworst = s.get("time_s_max"), (loc or {}).get("time_s_max")
+                    if worst and lworst and not hib(doc, w):
+                        rw = worst["median"] / lworst["median"]
+                        alone = data.get(v, {}).get(ks[0])
+                        txt += " (slowest %.2fx%s)" % (rw, ", %.2fx its k=1" % (rw / alone) if alone else "")
+                    row.append(txt)
+                    data.setdefault(v, {})[k] = r
                 else:
                     row.append(cell(doc, s) if s else "—")
-            out.append("| %s | %s |" % (m, " | ".join(row)))
+            out.append("| %s | %s |" % (v, " | ".join(row)))
         out.append("")
         fig, ax = plt.subplots(figsize=(7, 3.8))
-        width = 0.8 / max(1, len(modes))
-        for j, m in enumerate(modes):
-            xs = [i + (j - len(modes) / 2 + 0.5) * width for i, k in enumerate(ks) if k in data.get(m, {})]
-            ys = [data[m][k] for k in ks if k in data.get(m, {})]
-            ax.bar(xs, ys, width, label=m, color=COLORS.get(m))
+        width = 0.8 / max(1, len(variants))
+        for j, v in enumerate(variants):
+            xs = [i + (j - len(variants) / 2 + 0.5) * width for i, k in enumerate(ks) if k in data.get(v, {})]
+            ys = [data[v][k] for k in ks if k in data.get(v, {})]
+            ax.bar(xs, ys, width, label=v, color=COLORS.get(v) or "C%d" % j)
         ax.set_xticks(range(len(ks)))
         ax.set_xticklabels(["k=%d" % k for k in ks])
         ax.set_ylabel("slowdown vs k local runs (log)")
@@ -567,6 +583,115 @@ def sec_multi(doc, out, plt):
                      fontsize=9)
         save_figure(plt, fig, "multitask")   # one per workload: the last one is shown
     out.append("![multitask](img/bench-multitask.png)\n")
+
+
+def sec_replicas(doc, out, plt):
+    out.append("## Replication's price: replicas 1, 2, 3\n")
+    out.append("Every evicted page written to that many memnodes (docs/RELIABILITY.md), at %d %% local; slowdown "
+               "against the unlimited local run, and what the runtime's counters say was written. Result file `%s`.\n"
+               % (doc["metadata"]["options"].get("rep_fraction") or 25, doc["_path"]))
+    out.append("| workload | mode | replicas | slowdown | vs replicas 1 | MiB written | remote writes |")
+    out.append("|---|---|---|---|---|---|---|")
+    for w in sorted({s["workload"] for s in doc["summary"]}):
+        rows = sorted((s for s in summaries(doc, workload=w) if s["mode"] != "local"),
+                      key=lambda s: int(s["comex_opts"][1]) if len(s["comex_opts"]) > 1 else 0)
+        first = None
+        for s in rows:
+            m = s.get(metric(doc, w))
+            st = s.get("comex_stats_median") or {}
+            first = first or (m and m["median"])
+            out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+                w, s["mode"], s["comex_opts"][1] if len(s["comex_opts"]) > 1 else "?", cell(doc, s),
+                "%.2fx" % (m["median"] / first) if m and first else "—",
+                "%.0f" % (st["bytes_written"] / 2**20) if "bytes_written" in st else "—",
+                "%d" % st["remote_writes"] if "remote_writes" in st else "—"))
+    out.append("")
+
+
+def rtt_of(mode):
+    """N of comex-rttN[-nK], else None."""
+    import re
+    m = re.fullmatch(r"comex-rtt(\d+)(?:-n\d)?", mode)
+    return int(m.group(1)) if m else None
+
+
+def distance_model(doc, w, frac, rtts):
+    """The fault-count model of the time at each round trip: the time
+    measured at the nearest distance plus, per microsecond further, one
+    microsecond for every remote read a fault waited for (remote_reads of
+    that run): T(X) = T(X0) + reads x (X - X0). None without the counters."""
+    base = one(doc, workload=w, mode="comex-rtt%d" % rtts[0], fraction=frac)
+    m = (base or {}).get(metric(doc, w))
+    st = (base or {}).get("comex_stats_median") or {}
+    if not m or "remote_reads" not in st or hib(doc, w):
+        return None
+    return {x: m["median"] + st["remote_reads"] * (x - rtts[0]) * 1e-6 for x in rtts}
+
+
+def sec_distance(doc, out, plt):
+    modes = sorted({s["mode"] for s in doc["summary"] if s["mode"] != "local"},
+                   key=lambda m: (rtt_of(m) is not None, rtt_of(m) or 0, MODE_ORDER.index(m) if m in MODE_ORDER else 99))
+    rtts = [rtt_of(m) for m in modes if rtt_of(m) is not None]
+    fracs = sorted({s["fraction"] for s in doc["summary"] if s["fraction"]}, reverse=True)
+    wls = sorted({s["workload"] for s in doc["summary"]})
+    out.append("## At network distances: comex-rttN, a simulated round trip of N µs over TCP between namespaces\n")
+    out.append("Slowdown against the unlimited local run, median of %d runs (min–max). comex-rttN: two memnodes, "
+               "each in a network namespace behind a veth pair shaped to 25 Gbit/s, with option `sim-rtt` N µs "
+               "(every reply taken in N µs later than it came: a simulation of a longer link, checked against a "
+               "ping-pong by `bench/distance.py`, section below); 3 µs is about RDMA, 15–30 µs TCP over 25 GbE. "
+               "Result file `%s`.\n" % (doc["metadata"]["options"].get("runs", 3), doc["_path"]))
+    for frac in fracs:
+        out.append("### %d %% of the footprint local\n" % frac)
+        out.append("| workload | " + " | ".join(modes) + " |")
+        out.append("|---|" + "---|" * len(modes))
+        for w in wls:
+            out.append("| %s | %s |" % (w, " | ".join(
+                cell(doc, s) if (s := one(doc, workload=w, mode=m, fraction=frac)) else "—" for m in modes)))
+        out.append("")
+    if not rtts:
+        return
+    out.append("The model (dashed in the plot): the time at %d µs plus one microsecond per remote read a fault "
+               "waited for, per microsecond of extra round trip: T(X) = T(%d) + remote_reads × (X − %d µs). "
+               "Predicted against measured:\n" % (rtts[0], rtts[0], rtts[0]))
+    out.append("| workload | fraction | remote reads | " + " | ".join("%d µs: measured / model" % x for x in rtts[1:]) + " |")
+    out.append("|---|---|---|" + "---|" * len(rtts[1:]))
+    for frac in fracs:
+        for w in wls:
+            mod = distance_model(doc, w, frac, rtts)
+            if not mod:
+                continue
+            st = one(doc, workload=w, mode="comex-rtt%d" % rtts[0], fraction=frac)["comex_stats_median"]
+            row = []
+            for x in rtts[1:]:
+                s = one(doc, workload=w, mode="comex-rtt%d" % x, fraction=frac)
+                m = (s or {}).get(metric(doc, w))
+                row.append("%.2f s / %.2f s" % (m["median"], mod[x]) if m else "—")
+            out.append("| %s | %d %% | %d | %s |" % (w, frac, st["remote_reads"], " | ".join(row)))
+    out.append("")
+    fig, axes = plt.subplots(1, len(fracs), figsize=(5.2 * len(fracs), 4), squeeze=False)
+    for ax, frac in zip(axes[0], fracs):
+        for i, w in enumerate(wls):
+            color = "C%d" % i
+            pts = [(x, slow(doc, w, s[metric(doc, w)]["median"])) for x in rtts
+                   if (s := one(doc, workload=w, mode="comex-rtt%d" % x, fraction=frac)) and s.get(metric(doc, w))]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color=color, label="%s comex" % w)
+            mod = distance_model(doc, w, frac, rtts)
+            if mod:
+                ax.plot(rtts, [slow(doc, w, mod[x]) for x in rtts], "--", color=color, linewidth=0.8)
+            for m, style in (("zram", ":"), ("swap-disk", "-.")):
+                s = one(doc, workload=w, mode=m, fraction=frac)
+                if s and s.get(metric(doc, w)):
+                    y = slow(doc, w, s[metric(doc, w)]["median"])
+                    ax.plot([rtts[0], rtts[-1]], [y, y], style, color=color, linewidth=1,
+                            label="%s %s" % (w, m))
+        ax.set_xlabel("simulated round trip (µs)")
+        ax.set_ylabel("slowdown vs local (log)")
+        ax.set_yscale("log")
+        ax.set_title("%d %% local: comex (solid), model (dashed), zram (dotted), swap-disk (dash-dot)" % frac,
+                     fontsize=8)
+        ax.legend(fontsize=6, ncol=2)
+    out.append(save_figure(plt, fig, "distance"))
 
 
 def sec_tax(doc, out, plt):
@@ -659,8 +784,8 @@ def render():
         out.append(NOTES.read_text().strip())
         out.append("")
     sec_targets(docs, out)
-    order = [("sweep", sec_sweep), ("busy", sec_busy), ("faults", sec_faults), ("sensitivity", sec_sens),
-             ("multitask", sec_multi), ("tax", sec_tax)]
+    order = [("sweep", sec_sweep), ("distance", sec_distance), ("busy", sec_busy), ("faults", sec_faults),
+             ("sensitivity", sec_sens), ("multitask", sec_multi), ("replicas", sec_replicas), ("tax", sec_tax)]
     for name, fn in order:
         if name in docs:
             d = docs[name]
@@ -715,6 +840,8 @@ def describe_mode(d):
                 "of every veth; UCX_TLS=tcp, UCX_NET_DEVICES = bridge / veth" % (net[0]["bridge"], net[0]["rate_gbit"]))
     else:
         txt += "on loopback"
+    if d.get("sim_rtt_us"):
+        txt += "; SIMULATED distance: option sim-rtt %d us (every reply taken in that much later)" % d["sim_rtt_us"]
     return txt + spin
 
 

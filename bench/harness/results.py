@@ -20,7 +20,7 @@ from .sysenv import ROOT, loadavg, log
 SCHEMA = "comex-bench-eval/1"
 RESULTS_DIR = ROOT / "bench" / "results"
 SPREAD_LIMIT = 0.10
-SUMMARY_KEYS = ["time_s", "access_s", "get_rps", "set_rps", "get_p50_ms", "get_p99_ms", "set_p50_ms", "set_p99_ms"]
+SUMMARY_KEYS = ["time_s", "time_s_max", "access_s", "get_rps", "set_rps", "get_p50_ms", "get_p99_ms", "set_p50_ms", "set_p99_ms"]
 
 
 def config_key(r):

@@ -239,6 +239,8 @@ class Session:
                 vals = [r[key] for r in results if key in r and r[key] is not None]
                 if vals:
                     rec[key] = sum(vals) / len(vals) if key != "footprint_kib" else max(vals)
+            if k > 1 and all("time_s" in r for r in results):
+                rec["time_s_max"] = max(r["time_s"] for r in results)  # the slowest program of the k
             rec["check"] = results[0]["check"]
             checks = {r["check"] for r in results}
             rec["verified"] = bool(ref) and checks == {ref["check"]}

@@ -240,6 +240,36 @@ static void handle_reply(struct node *n, const struct proto_msg *m, const struct
 	}
 }
 
+/* Options sim-rtt and sim-jitter (a simulation, for benchmarks only): a
+ * link that much longer. The reply to a request sent at sent is taken in at
+ * sent + the real round trip + rtt (+ up to jitter), never earlier than it
+ * came. The real round trip is this reply's own, unless the request was out
+ * while an earlier reply's wait spun (its reply may have been here long
+ * before we looked): then at most the running average of unhindered ones,
+ * so a pipeline's replies are delayed once, not one after another. The wait
+ * spins, as a client waiting for a reply polls anyway (client-spin). */
+static void sim_distance(struct comex_client *c, uint64_t sent)
+{
+	uint64_t now = now_ns(), real = now - sent, until;
+
+	if (!c->sim_rtt_ns && !c->sim_jitter_ns)
+		return;
+	if (sent >= c->sim_spun_until || !c->sim_real_ns)
+		c->sim_real_ns = c->sim_real_ns ? (7 * c->sim_real_ns + real) / 8 : real;
+	else if (real > c->sim_real_ns)
+		real = c->sim_real_ns;
+	until = sent + real + c->sim_rtt_ns;
+	if (c->sim_jitter_ns) {
+		c->sim_rng ^= c->sim_rng << 13;
+		c->sim_rng ^= c->sim_rng >> 7;
+		c->sim_rng ^= c->sim_rng << 17;
+		until += c->sim_rng % (c->sim_jitter_ns + 1);
+	}
+	while ((now = now_ns()) < until)
+		;
+	c->sim_spun_until = now;
+}
+
 void on_recv(void *arg, struct tp_ep *ep, void *user, const void *msg, size_t len, struct tp_bulk *bulk)
 {
 	struct node *n = user;
@@ -278,6 +308,7 @@ void on_recv(void *arg, struct tp_ep *ep, void *user, const void *msg, size_t le
 			 (unsigned long long)m.seq);
 		return;
 	}
+	sim_distance(n->c, p.t0);
 	update_rtt(n, &p);
 	if (m.type == PROTO_DATA || m.type == PROTO_WRITTEN || bulk)
 		handle_transfer(n, &m, &p, bulk);

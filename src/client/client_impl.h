@@ -67,6 +67,10 @@ struct comex_client {
 	uint64_t client_id, seq;
 	uint64_t spin_ns, timeout_ns;
 	uint64_t connect_timeout_ns;  /* option connect-timeout */
+	uint64_t sim_rtt_ns, sim_jitter_ns; /* options sim-rtt, sim-jitter (a simulated distance) */
+	uint64_t sim_rng;             /* xorshift state for sim-jitter */
+	uint64_t sim_real_ns;         /* average real round trip of replies no simulated wait held up */
+	uint64_t sim_spun_until;      /* when the last simulated wait ended (ns) */
 	uint32_t threshold;
 	bool auto_threshold;          /* derive T per node from Eq. (1) */
 	unsigned order;

@@ -152,6 +152,9 @@ static int configure(struct comex_client *c, const struct options *o)
 	c->spin_ns = opt_num(o, OPT_CLIENT_SPIN);
 	c->timeout_ns = opt_num(o, OPT_OP_TIMEOUT);
 	c->connect_timeout_ns = opt_num(o, OPT_CONNECT_TIMEOUT);
+	c->sim_rtt_ns = opt_num(o, OPT_SIM_RTT);
+	c->sim_jitter_ns = opt_num(o, OPT_SIM_JITTER);
+	c->sim_rng = c->client_id | 1;
 	c->auto_threshold = opt_num(o, OPT_REPLENISH_THRESHOLD) == OPT_AUTO;
 	c->threshold = c->auto_threshold ? 0 : (uint32_t)opt_num(o, OPT_REPLENISH_THRESHOLD);
 	c->order = opt_num(o, OPT_REPLENISH_ORDER);
