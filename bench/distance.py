@@ -27,15 +27,15 @@ from bench.harness import sysenv  # noqa: E402
 SCHEMA = "comex-bench-distance/1"
 TOLERANCE = 0.10     # the issue's: set delay plus the path's own cost, within 10 %
 RATE_GBIT = 25       # as comex-rttN
-# as the harness runs comex (docs/BENCH.md B8): nobody busy-polls
+# --spin off, as the harness's option (docs/BENCH.md B8): nobody busy-polls
 NO_SPIN = ["--client-spin", "0"]
 
 
-def ping_pong(bench, addr, token, bridge, rtt_us, iters):
+def ping_pong(bench, addr, token, bridge, rtt_us, iters, spin):
     """Median and p99 microseconds of a 4 KiB read and write through the
     client at sim-rtt rtt_us."""
     cmd = [bench, "comex", "--size", "4096", "--iters", str(iters), "--memnode", addr, "--token-file", token,
-           "--sim-rtt", "%dus" % rtt_us] + NO_SPIN
+           "--sim-rtt", "%dus" % rtt_us] + ([] if spin else NO_SPIN)
     env = dict(benchlib.clean_env(), UCX_TLS="tcp", UCX_NET_DEVICES=bridge)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
     if p.returncode:
@@ -69,6 +69,8 @@ def main(argv):
     ap = benchlib.arg_parser(__doc__.split("\n\n")[0])
     ap.add_argument("--rtts", default="3,15,30", help="simulated round trips, microseconds")
     ap.add_argument("--iters", type=int, default=20000)
+    ap.add_argument("--spin", choices=["on", "off"], default="on",
+                    help="on: comex's polling defaults, as bench/run_eval.sh runs the evaluation; off: none")
     ap.add_argument("--no-save", action="store_true")
     a = ap.parse_args(argv)
     rtts = [int(x) for x in a.rtts.split(",")]
@@ -82,23 +84,23 @@ def main(argv):
         print("distance: %s" % why, file=sys.stderr)
         return 77
     doc, times0 = benchlib.start_doc(SCHEMA, rtts_us=rtts, iters=a.iters, runs=a.runs,
-                                     path="netns + veth + tbf %d Gbit/s, UCX over TCP, client-spin 0" % RATE_GBIT)
+                                     spin=a.spin, path="netns + veth + tbf %d Gbit/s, UCX over TCP" % RATE_GBIT)
     samples = {x: [] for x in [0] + rtts}
     sysenv.install_signal_handlers()
     try:
         with tempfile.TemporaryDirectory(prefix="comex-distance-") as tmp:
             token = os.path.join(tmp, "token")
             subprocess.run([str(comex), "token", token], check=True, capture_output=True)
-            ns = sysenv.NetNs(90, RATE_GBIT)
+            ns = sysenv.NetNs(sysenv.NetNs.next_idx(), RATE_GBIT)
             ns.create()
             mn = sysenv.Memnode(str(comex), token, 64 << 20, tmp, netns=ns, name="distance-mn",
-                                env={"COMEX_IDLE_SPIN": "0"})
+                                env={} if a.spin == "on" else {"COMEX_IDLE_SPIN": "0"})
             mn.start()
             doc["network"] = ns.describe()
             for run in range(a.runs):
                 order = [0] + rtts if run % 2 == 0 else rtts[::-1] + [0]
                 for x in order:
-                    r = ping_pong(str(bench), mn.addr, token, ns.bridge, x, a.iters)
+                    r = ping_pong(str(bench), mn.addr, token, ns.bridge, x, a.iters, a.spin == "on")
                     samples[x].append(r)
                     print("run %d sim-rtt %3d us: read %7.1f us  write %7.1f us" % (
                         run, x, r["read"]["median_us"], r["write"]["median_us"]), flush=True)

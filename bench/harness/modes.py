@@ -275,7 +275,7 @@ class ComexMode(Mode):
             subprocess.run([self.comex_bin, "token", self.token], check=True, stdout=subprocess.DEVNULL)
         if self.net_rate:
             for i in range(self.nodes):
-                ns = NetNs(i + self.net_rate * 10, self.net_rate)
+                ns = NetNs(NetNs.next_idx(), self.net_rate)
                 ns.create()
                 self.netns.append(ns)
 

@@ -628,6 +628,35 @@ def distance_model(doc, w, frac, rtts):
     return {x: m["median"] + st["remote_reads"] * (x - rtts[0]) * 1e-6 for x in rtts}
 
 
+def median_of(doc, w, mode, frac):
+    s = one(doc, workload=w, mode=mode, fraction=frac)
+    m = (s or {}).get(metric(doc, w))
+    return m["median"] if m else None
+
+
+def distance_targets(doc, wls, fracs, out):
+    """Issue 24's targets: at 3 us and 25 %, comex no slower than zram on
+    every workload; at 15 us, at least 2x faster than swap-disk on every
+    workload (each fraction run)."""
+    lines = []
+    for w in wls:
+        c, z = median_of(doc, w, "comex-rtt3", 25), median_of(doc, w, "zram", 25)
+        if c and z:
+            r = c / z if not hib(doc, w) else z / c
+            lines.append("- 3 µs, 25 %%, %s: comex %.2f against zram %.2f: %s" % (
+                w, c, z, "met (%.2fx zram)" % r if r <= 1 else "**missed**: %.2fx zram's time" % r))
+        for f in fracs:
+            c, d = median_of(doc, w, "comex-rtt15", f), median_of(doc, w, "swap-disk", f)
+            if c and d:
+                r = d / c if not hib(doc, w) else c / d
+                lines.append("- 15 µs, %d %%, %s: swap-disk %.2f against comex %.2f: %s" % (
+                    f, w, d, c, "met (%.2fx faster)" % r if r >= 2 else "**missed**: only %.2fx faster" % r))
+    if lines:
+        out.append("Targets (issue 24), medians of the runs:\n")
+        out.extend(lines)
+        out.append("")
+
+
 def sec_distance(doc, out, plt):
     modes = sorted({s["mode"] for s in doc["summary"] if s["mode"] != "local"},
                    key=lambda m: (rtt_of(m) is not None, rtt_of(m) or 0, MODE_ORDER.index(m) if m in MODE_ORDER else 99))
@@ -650,6 +679,7 @@ def sec_distance(doc, out, plt):
         out.append("")
     if not rtts:
         return
+    distance_targets(doc, wls, fracs, out)
     out.append("The model (dashed in the plot): the time at %d µs plus one microsecond per remote read a fault "
                "waited for, per microsecond of extra round trip: T(X) = T(%d) + remote_reads × (X − %d µs). "
                "Predicted against measured:\n" % (rtts[0], rtts[0], rtts[0]))

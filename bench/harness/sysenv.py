@@ -598,7 +598,16 @@ class NetNs:
         self.ns_if = "%sn%d" % (NS_TAG, idx)
         sub = (PID % 200) + 20
         self.host_ip = "10.%d.%d.1" % (sub, rate_gbit)
-        self.ns_ip = "10.%d.%d.%d" % (sub, rate_gbit, 10 + idx % 10)
+        self.ns_ip = "10.%d.%d.%d" % (sub, rate_gbit, 10 + idx % 240)  # unique per idx below 240
+
+    _next = 0
+
+    @classmethod
+    def next_idx(cls):
+        """A number no other NetNs of this harness has: modes at the same
+        rate share a bridge and its subnet, so each host needs its own."""
+        cls._next += 1
+        return cls._next - 1
 
     @staticmethod
     def precondition():

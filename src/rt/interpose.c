@@ -15,6 +15,8 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
+#include <locale.h>
 #include <linux/userfaultfd.h>
 #include <sys/auxv.h>
 #include <sys/ioctl.h>
@@ -609,3 +611,36 @@ EXEC_WRAPPER(execve, (const char *path, char *const argv[], char *const envp[]),
 EXEC_WRAPPER(execv, (const char *path, char *const argv[]), (path, argv))
 EXEC_WRAPPER(execvp, (const char *file, char *const argv[]), (file, argv))
 EXEC_WRAPPER(execvpe, (const char *file, char *const argv[], char *const envp[]), (file, argv, envp))
+
+/* ---- error texts ----
+ * glibc's strerror, strerror_r and printf's %m look the text up through
+ * gettext, which walks the program's text-domain bindings (bindtextdomain,
+ * called by most GNU programs at start) and caches: the program's malloc
+ * made them, so they live in the managed region. A runtime thread reading
+ * an evicted page of them faults on itself: the fault handler then waits for
+ * itself (UCX formats strerror(ENOMEM) when its memory pool cannot grow in a
+ * full cgroup, and GNU sort hung so). Runtime threads get the untranslated
+ * text, from a table in the C library that touches no heap; the program's
+ * threads get glibc's own. log.c expands %m the same way for every caller. */
+static const char *error_text(int errnum)
+{
+	const char *d = strerrordesc_np(errnum);
+
+	return d ? d : "Unknown error";
+}
+
+EXPORT char *strerror(int errnum)
+{
+	if (rt_internal)
+		return (char *)error_text(errnum);
+	return strerror_l(errnum, uselocale((locale_t)0));
+}
+
+EXPORT char *strerror_r(int errnum, char *buf, size_t len)
+{
+	static char *(*next)(int, char *, size_t);
+
+	if (rt_internal || !(next || (next = (char *(*)(int, char *, size_t))dlsym(RTLD_NEXT, "strerror_r"))))
+		return (char *)error_text(errnum);
+	return next(errnum, buf, len);
+}
