@@ -140,9 +140,31 @@ def compatible(a, b):
     return [k for k in sorted(set(ca) | set(cb)) if ca.get(k) != cb.get(k)]
 
 
+# checked fields that may differ between merged files, for files finished
+# within MERGE_WINDOW of the newest: a section names its own result file,
+# and each file its build (comex binaries' sha256); older builds are not
+# merged, their fault path may have changed since
+MERGEABLE = {"build_sha256", "git_rev"}
+MERGE_WINDOW_S = 24 * 3600
+
+
+def age_s(newest, d):
+    """Seconds between two files' ends (metadata 'finished', ISO 8601)."""
+    import datetime
+
+    def t(x):
+        return datetime.datetime.fromisoformat(x["metadata"].get("finished", "1970-01-01T00:00:00").replace("Z", "+00:00"))
+    try:
+        return (t(newest) - t(d)).total_seconds()
+    except ValueError:
+        return float("inf")
+
+
 def select(docs):
     """The newest file of each experiment whose checked metadata equal those
-    of the newest file overall; the others are listed as not merged."""
+    of the newest file overall but for the build (MERGEABLE: the distance
+    runs of one day sit beside the same-host runs of another build); the
+    others are listed as not merged."""
     docs = [d for d in docs if d["experiment"] not in ("smoke", "demo")]
     if not docs:
         return {}, []
@@ -150,6 +172,8 @@ def select(docs):
     chosen, skipped = {}, []
     for d in sorted(docs, key=lambda d: d["metadata"].get("finished", ""), reverse=True):
         diff = compatible(newest, d)
+        if set(diff) <= MERGEABLE and age_s(newest, d) <= MERGE_WINDOW_S:
+            diff = []
         if diff:
             skipped.append((d["_path"], "checked metadata differ: %s" % ", ".join(diff)))
             continue
