@@ -13,6 +13,7 @@ within 10 %.
 Writes bench/results/distance-<UTC>.json (schema comex-bench-distance/1).
 Needs root (network namespaces)."""
 
+import json
 import os
 import statistics
 import subprocess
@@ -43,7 +44,7 @@ def ping_pong(bench, addr, token, bridge, rtt_us, iters, spin):
     out = {}
     for line in p.stdout.splitlines():
         if line.startswith("{"):
-            r = __import__("json").loads(line)
+            r = json.loads(line)
             out[r["op"]] = {"median_us": r["median_us"], "p99_us": r["p99_us"]}
     return out
 

@@ -3,6 +3,7 @@ file of each experiment in bench/results (files whose checked metadata differ
 from the newest one are listed, never merged)."""
 
 import os
+import re
 import statistics
 
 from . import results
@@ -610,7 +611,6 @@ def sec_replicas(doc, out, plt):
 
 def rtt_of(mode):
     """N of comex-rttN[-nK], else None."""
-    import re
     m = re.fullmatch(r"comex-rtt(\d+)(?:-n\d)?", mode)
     return int(m.group(1)) if m else None
 

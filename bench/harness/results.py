@@ -150,8 +150,6 @@ MERGE_WINDOW_S = 24 * 3600
 
 def age_s(newest, d):
     """Seconds between two files' ends (metadata 'finished', ISO 8601)."""
-    import datetime
-
     def t(x):
         return datetime.datetime.fromisoformat(x["metadata"].get("finished", "1970-01-01T00:00:00").replace("Z", "+00:00"))
     try:
