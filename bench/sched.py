@@ -46,10 +46,12 @@ def bench_argv(build, pattern, size_mib, passes):
 
 
 def comex_argv(build, mode):
-    """A mode is a sched value; build:DIR (that build's comex, sched normal);
+    """A mode is a sched value; build:DIR (that build's comex, sched normal,
+    or build:DIR+FLAGS with comex run flags joined by '+');
     or comex run flags joined by '+' (--embedded-rma=true+--sched=fifo)."""
     if mode.startswith("build:"):
-        return [str(Path(mode[6:]).resolve() / "comex"), "run", "--sched=normal"]
+        other, *flags = mode[6:].split("+")
+        return [str(Path(other).resolve() / "comex"), "run", *(flags or ["--sched=normal"])]
     if mode.startswith("--"):
         return [str(build / "comex"), "run", *mode.split("+")]
     return [str(build / "comex"), "run", f"--sched={mode}"]

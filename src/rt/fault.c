@@ -16,6 +16,7 @@
 #include "backup.h"
 #include "client.h"
 #include "forkchild.h"
+#include "listener.h"
 #include "log.h"
 #include "ranges.h"
 #include "os.h"
@@ -623,6 +624,37 @@ static void wait_for_faults(int ms, uint64_t now)
 	reaped = now - reaped > REAP_NS ? now : reaped;
 }
 
+/* Whether a handler other than h is serving a batch now */
+static bool other_serving(unsigned h)
+{
+	unsigned n = __atomic_load_n(&nhandlers, __ATOMIC_RELAXED);
+
+	for (unsigned i = 0; i < n && i < MAX_HANDLERS; i++)
+		if (i != h && __atomic_load_n(&busy[i].since, __ATOMIC_RELAXED))
+			return true;
+	return false;
+}
+
+/* A pinned handler woken for a fault that another handler took: every
+ * handler wakes for every fault, and the one on a busy CPU (preempting a
+ * neighbour) sometimes reads it before the one on the faulting thread's CPU.
+ * Left alone, the faulting thread's CPU then goes idle and halts, and the
+ * answer must wake a halted vCPU (~25-40 us here, P49). So the loser keeps
+ * its CPU awake, yielding to whatever becomes runnable there (the answered
+ * thread), while the other handler serves, at most LOSER_SPIN_NS. It never
+ * spins on a CPU that someone else wants (cpuload) nor in SCHED_FIFO. */
+#define LOSER_SPIN_NS 100000ull
+
+static void keep_awake(unsigned h, uint64_t now)
+{
+	uint64_t t = now;
+
+	while (other_serving(h) && t - now < LOSER_SPIN_NS && wakeup_may_poll(t)) {
+		sched_yield();
+		t = now_ns();
+	}
+}
+
 /* A handler pinned to a CPU sleeps in poll() between faults: a thread that
  * faults on its CPU then wakes it there, without an inter-processor
  * interrupt (~25 us on this VM), and no core is ever busy-polled. The other
@@ -633,6 +665,7 @@ void pager_run(int cpu)
 	unsigned h = __atomic_fetch_add(&nhandlers, 1, __ATOMIC_RELAXED) % MAX_HANDLERS;
 	uint64_t spin = cpu < 0 ? pager_opt(OPT_HANDLER_SPIN) : 0, idle_since = now_ns();
 	struct uffd_msg msg[64];
+	bool woken = false;
 
 	if (cpu >= 0) {
 		cpu_set_t set;
@@ -641,6 +674,8 @@ void pager_run(int cpu)
 		CPU_SET(cpu, &set);
 		if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set))
 			log_warn("cannot pin the fault handler to CPU %d; it serves faults from anywhere", cpu);
+		else
+			listener_started(cpu);
 	}
 	for (;;) {
 		ssize_t r = read(P.c.uffd, msg, sizeof(msg));
@@ -656,6 +691,8 @@ void pager_run(int cpu)
 			__atomic_fetch_sub(&P.fault_waiters, 1, __ATOMIC_RELEASE);
 			for (unsigned i = 0; i < n; i++)
 				handle(&msg[i], h);
+			if (cpu >= 0)
+				listener_follow(msg[n - 1].arg.pagefault.feat.ptid);
 			reclaim_poke();
 			__atomic_store_n(&busy[h].since, 0, __ATOMIC_RELAXED);
 			pager_unlock();
@@ -667,6 +704,12 @@ void pager_run(int cpu)
 		if (r > 0)
 			continue; /* only fork events */
 		uint64_t now = now_ns();
+
+		if (cpu >= 0 && woken) {
+			woken = false;
+			keep_awake(h, now);
+			continue;
+		}
 
 		/* Spinning yields, not pauses: the thread whose fault was just
 		 * answered is often woken onto this CPU, and a pausing handler
@@ -681,7 +724,12 @@ void pager_run(int cpu)
 			continue;
 		}
 		wakeup_sleeping(now);
+		if (cpu >= 0 && !listener_polls(cpu)) {
+			listener_wait(cpu);
+			continue;
+		}
 		wait_for_faults(1000, now);
+		woken = true;
 	}
 }
 

@@ -248,8 +248,14 @@ void migrate_off(unsigned d)
 		client_release(P.c.client, d, P.cursor[d].pfn, P.cursor[d].left);
 	P.cursor[d].left = 0;
 	replica_forget(d, false);
+	/* A page evicted into d's write buffer while the lock was yielded (a
+	 * page that kept its frame there) and faulted back before the pass came
+	 * to it leaves a cancelled entry that no page refers to; its frame goes
+	 * back only when that buffer is retired, and d takes no new pages that
+	 * would flush it. So each pass ends by flushing d's buffers, and another
+	 * pass follows while they held anything. */
 	do
-		found = pass(d, false);
+		found = pass(d, false) + reclaim_flush_node(d);
 	while (found);
 	pager_unlock();
 	err = client_done(P.c.client, d, moved);

@@ -204,6 +204,9 @@ void reclaim_make_room(uint64_t k);
 void reclaim_poke(void);
 /* Writes every write buffer out (mremap needs no page parked there). */
 void reclaim_flush_all(void);
+/* Writes node's write buffers out and retires them (cancelled entries give
+ * their frames back); returns how many entries they held. */
+uint32_t reclaim_flush_node(unsigned node);
 /* The write-buffered copy of page idx, cancelled there (its frame goes back
  * once the write is retired), or NULL. */
 void *reclaim_wbuf_take(unsigned node, uint64_t idx);

@@ -186,12 +186,25 @@ static void flush(unsigned node)
 	P.wb_busy[node] = true;
 }
 
+uint32_t reclaim_flush_node(unsigned node)
+{
+	uint32_t pfn, held = 0, count;
+	const void *data;
+
+	wbuf_run(P.wb[node], &pfn, &held, &data);
+	if (P.wb_busy[node]) {
+		wbuf_run(P.wb_out[node], &pfn, &count, &data);
+		held += count;
+	}
+	flush(node);
+	settle(node);
+	return held;
+}
+
 void reclaim_flush_all(void)
 {
-	for (unsigned n = 0; n < P.nnodes; n++) {
-		flush(n);
-		settle(n);
-	}
+	for (unsigned n = 0; n < P.nnodes; n++)
+		reclaim_flush_node(n);
 }
 
 /* write-behind: two write buffers per node, half the pages each, so that

@@ -19,6 +19,7 @@
 
 #include "client.h"
 #include "evict.h"
+#include "listener.h"
 #include "log.h"
 #include "memcg.h"
 #include "membership.h"
@@ -251,6 +252,8 @@ static void fork_child(void)
 	pthread_mutex_init(&takeover, NULL); /* held by the forking thread, which is this one */
 	rt_mode = RT_DETACHED;
 	watchdog_forget_threads(); /* the parent's; they are not here */
+	listener_reset(); /* the parent's handlers are not here; this thread is the child's main */
+	listener_note_main();
 	sigfillset(&all); /* the runtime's threads take no signals (P13) */
 	pthread_sigmask(SIG_SETMASK, &all, &saved);
 	if (!pthread_create(&t, NULL, own_main, (void *)(intptr_t)getppid())) {
@@ -365,6 +368,12 @@ static void start_thread(void *(*fn)(void *), void *arg, const char *name)
 
 enum fault_handlers { FAULT_HANDLERS_PER_CPU, FAULT_HANDLERS_ONE }; /* option fault-handlers, in its order */
 
+/* per-cpu handlers only up to this many CPUs in the program's affinity: a
+ * fault of a thread other than the main one wakes every handler (listener),
+ * and a wake-up per CPU on every fault of a wide program costs more than
+ * the cross-core wake-up it saves. Wider programs get one handler (P53). */
+#define PER_CPU_MAX 8
+
 /* fault-handlers per-cpu: one pinned handler per CPU the program may run
  * on (a thread that faults wakes the one on its own CPU); one: a single
  * unpinned handler that busy-polls handler-spin after each fault. */
@@ -372,7 +381,8 @@ static void start_handlers(void)
 {
 	cpu_set_t set;
 
-	if (opt_num(&opts, OPT_FAULT_HANDLERS) == FAULT_HANDLERS_PER_CPU && !sched_getaffinity(0, sizeof(set), &set)) {
+	if (opt_num(&opts, OPT_FAULT_HANDLERS) == FAULT_HANDLERS_PER_CPU && !sched_getaffinity(0, sizeof(set), &set) &&
+	    CPU_COUNT(&set) <= PER_CPU_MAX) {
 		for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
 			if (CPU_ISSET(cpu, &set))
 				start_thread(handler_main, (void *)(intptr_t)cpu, "comex-fault");
@@ -465,8 +475,10 @@ static const char *start(bool take_over)
 	pc.async = async;
 	if (take_over ? pager_reattach(&pc) : pager_init(&pc))
 		fail("pager start-up failed"); /* half made: the region may be registered */
-	if (!take_over)
+	if (!take_over) {
 		pthread_atfork(fork_prepare, fork_parent, fork_child);
+		listener_note_main(); /* the constructor runs on the program's main thread */
+	}
 	start_handlers();
 	if (opt_num(&opts, OPT_RECLAIMER))
 		start_thread(reclaimer_main, NULL, "comex-reclaim");

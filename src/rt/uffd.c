@@ -55,7 +55,9 @@ static int open_with(uint64_t features, int *fd_out)
 int uffd_open(bool want_async, bool want_fork, int *fd_out, bool *async_out)
 {
 	uint64_t async = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_MOVE;
-	uint64_t base = UFFD_FEATURE_PAGEFAULT_FLAG_WP | (want_fork ? UFFD_FEATURE_EVENT_FORK : 0);
+	/* THREAD_ID: the faulting thread, which per-CPU handlers follow (listener) */
+	uint64_t base = UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_THREAD_ID |
+			(want_fork ? UFFD_FEATURE_EVENT_FORK : 0);
 	int fd, err = -EINVAL;
 
 	if (want_async && !(err = open_with(base | async, &fd))) {

@@ -1,0 +1,29 @@
+/* listener: which of the per-CPU fault handlers poll the userfaultfd. Every
+ * poller wakes for every fault, and one on another CPU costs the faulting CPU
+ * an inter-processor interrupt and sometimes takes the fault from the local
+ * handler. While the program's faults come from its main thread, whose CPU
+ * its rseq area tells, only the handler on that CPU polls (P53). */
+#ifndef COMEX_RT_LISTENER_H
+#define COMEX_RT_LISTENER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* On the program's main thread, before the handlers start: remembers its
+ * thread id and where the kernel writes its CPU (nothing if glibc did not
+ * register rseq). */
+void listener_note_main(void);
+/* The handler pinned to cpu is running (it may be asked to poll). */
+void listener_started(int cpu);
+/* Whether the handler pinned to cpu polls now. */
+bool listener_polls(int cpu);
+/* Sleeps the handler of a CPU that does not poll until asked to, or at most
+ * 100 ms (then it looks again). */
+void listener_wait(int cpu);
+/* After a fault of thread ptid was answered: follows its CPU. */
+void listener_follow(uint32_t ptid);
+/* In a forked child: every handler polls until the child's main thread is
+ * known again (it never is: the child keeps the all-poll default). */
+void listener_reset(void);
+
+#endif
