@@ -658,8 +658,10 @@ static void keep_awake(unsigned h, uint64_t now)
 /* A handler pinned to a CPU sleeps in poll() between faults: a thread that
  * faults on its CPU then wakes it there, without an inter-processor
  * interrupt (~25 us on this VM), and no core is ever busy-polled. The other
- * handlers wake too and find nothing (the local one reads first). An
- * unpinned handler (cpu < 0) busy-polls spin_ns after each batch instead. */
+ * polling handlers wake too and usually find nothing (the local one reads
+ * first); while the main thread faults only its CPU's handler polls
+ * (listener). An unpinned handler (cpu < 0) busy-polls spin_ns after each
+ * batch instead. woken: the last read followed a wake-up from poll. */
 void pager_run(int cpu)
 {
 	unsigned h = __atomic_fetch_add(&nhandlers, 1, __ATOMIC_RELAXED) % MAX_HANDLERS;
@@ -697,6 +699,7 @@ void pager_run(int cpu)
 			__atomic_store_n(&busy[h].since, 0, __ATOMIC_RELAXED);
 			pager_unlock();
 			idle_since = now_ns();
+			woken = false; /* it served this wake-up: nothing to keep awake for */
 			continue;
 		}
 		if (r < 0 && errno != EAGAIN && errno != EINTR)

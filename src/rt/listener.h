@@ -22,8 +22,9 @@ bool listener_polls(int cpu);
 void listener_wait(int cpu);
 /* After a fault of thread ptid was answered: follows its CPU. */
 void listener_follow(uint32_t ptid);
-/* In a forked child: every handler polls until the child's main thread is
- * known again (it never is: the child keeps the all-poll default). */
+/* In a forked child, before listener_note_main on its only thread: the
+ * parent's handlers are not there, so every handler polls until the child's
+ * own are started and its main thread has faulted 16 times in a row. */
 void listener_reset(void);
 
 #endif
