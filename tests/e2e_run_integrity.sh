@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# e2e_run_integrity: a memnode that answers every N-th READ with one byte changed (test hook test-corrupt-reads, set as COMEX_TEST_CORRUPT_READS) is caught by the page checksum: replicas 2 read the other copy, backup-dir reads the file, replicas 1 without backup stops the program naming the page; outputs identical or none.
+# e2e_run_integrity: a memnode that answers every N-th READ with one byte changed (test hook test-corrupt-reads, set as COMEX_TEST_CORRUPT_READS) is caught by the page checksum: replicas 2 read the other copy, backup-dir reads the file, replicas 1 without backup stops the program naming the page; frames changed in the embedded memnode's pool file, which the program reads in place, stop it the same way; outputs identical or none.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 . "$src/tests/progs/memnodes.sh"
-echo "e2e_run_integrity: one memnode corrupting every ${COMEX_TEST_CORRUPT_EVERY:-20}-th READ; replicas 2, replicas 1 + backup-dir, replicas 1 alone"
+echo "e2e_run_integrity: one memnode corrupting every ${COMEX_TEST_CORRUPT_EVERY:-20}-th READ; replicas 2, replicas 1 + backup-dir, replicas 1 alone; frames changed in the embedded pool file"
 pybuild_job 80000 # job, its native output, lm: 25 % of its native peak
 # The hook's N: small enough that a run of tens of thousands of reads gets
 # hundreds of changed pages, large enough that most reads are good.
@@ -96,5 +96,45 @@ if want stop; then
     fi
   }
   stop_memnodes
+fi
+
+# 4. the embedded memnode, whose pool the program maps and maps pages from
+# in place (P54): prog_gate fills 48 MiB at 12M local and waits; every frame
+# in the pool file then gets one byte changed; let go, the program reads its
+# pages back and is stopped at the first one, named, without output.
+if want inplace; then
+  gate=$progs/prog_gate
+  timeout -k 10 "$hang_guard" "$bin" run --local-mem 12M --embedded-pool 96M --stats-json "$dir/inplace.json" \
+    -- "$gate" 48 "$dir/inplace.gate" idle >"$dir/inplace.comex" 2>"$dir/inplace.err" &
+  job_pid=$!
+  for _ in $(seq 600); do grep -q filled "$dir/inplace.comex" 2>/dev/null && break; sleep 0.05; done
+  prog=$(pgrep -n -f "prog_gate 48 $dir/inplace.gate" || true)
+  pool=$(tr '\0' '\n' <"/proc/${prog:-0}/environ" 2>/dev/null | sed -n 's/^COMEX_POOL_FILE=\(.*\)@.*/\1/p')
+  changed=$(python3 - "$pool" <<'PY' 2>&1
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+n, size = 0, os.fstat(fd).st_size
+for off in range(0, size, 4096):
+    page = os.pread(fd, 4096, off)
+    if page.count(0) != 4096:      # a frame holding a page: one byte changed
+        os.pwrite(fd, bytes([page[100] ^ 0x5a]), off + 100)
+        n += 1
+print(n)
+PY
+  ) || changed="error: $changed"
+  touch "$dir/inplace.gate"
+  rc=0; wait "$job_pid" || rc=$?
+  msg=$(grep -m1 -E "^comex: error: .*checksum mismatch.*page 0x[0-9a-f]+" "$dir/inplace.err")
+  if ! [ "${changed:-0}" -gt 0 ] 2>/dev/null; then
+    fail inplace "no frame changed in the pool file (${pool:-not found}): $changed"
+  elif [ $rc -eq 0 ] || [ $rc -eq 124 ] || [ -z "$msg" ]; then
+    fail inplace "exit status $rc, no checksum mismatch naming a page: $(grep -E '^comex: (error|warning)' "$dir/inplace.err" | head -n 3)"
+  elif grep -qv '^filled$' "$dir/inplace.comex"; then
+    fail inplace "the stopped program printed more than 'filled': $(head -c 200 "$dir/inplace.comex")"
+  elif ! positive inplace pages_corrupt; then
+    fail inplace "$(counters inplace pages_corrupt) (> 0 expected)"
+  else
+    echo "ok: inplace: $changed frames changed, exit $rc, $(counters inplace pages_corrupt): ${msg#comex: error: }"
+  fi
 fi
 finish

@@ -1,8 +1,8 @@
 /* client: the compute-node side of comex. Connects to every configured
  * memnode up front (COMEX §3.2), keeps per-memnode frame pools replenished
  * ahead of need (threshold T, §3.3.3), releases frames in batches, and moves
- * contiguous frame runs with one UCX get/put (or one pread/pwrite of the
- * embedded memnode's pool file). Thread-safe (one internal lock);
+ * contiguous frame runs with one UCX get/put (or one copy to or from the
+ * embedded memnode's pool, mapped). Thread-safe (one internal lock);
  * nodes are numbered 0..client_nodes()-1 in configuration order. */
 #ifndef COMEX_CLIENT_H
 #define COMEX_CLIENT_H
@@ -15,8 +15,8 @@ struct tp_op;
 
 /* Set by comex run for its program and everything it execs: "PATH@ADDR",
  * where PATH (/proc/MEMNODE/fd/3) opens the memfd holding the pool of the
- * embedded memnode at ADDR. The first client_connect of a process opens it;
- * frames of that memnode then move with pread/pwrite on it, waking nobody
+ * embedded memnode at ADDR. The first client_connect of a process maps it;
+ * frames of that memnode then move by copies to and from it, waking nobody
  * (docs/PAGER.md P47). Allocation, ownership and everything else still go
  * by messages. */
 #define CLIENT_POOL_ENV "COMEX_POOL_FILE"
@@ -46,6 +46,10 @@ int client_trim(struct comex_client *c, unsigned node);
 /* Sends queued releases and waits until every node has answered them. */
 int client_flush(struct comex_client *c);
 
+/* Where the runtime can read node's frames [pfn, pfn + count) in place (the
+ * embedded memnode's pool mapped, pages not encrypted), else NULL: then
+ * client_read. Valid while we hold those frames. */
+const void *client_frames_at(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count);
 /* Copies count contiguous frames starting at pfn from node into dst (one get). */
 int client_read(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst);
 /* Copies src into count frames at pfn on node (one put) and returns once the

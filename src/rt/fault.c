@@ -12,6 +12,7 @@
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <pthread.h>
+#include <string.h>
 
 #include "backup.h"
 #include "client.h"
@@ -192,14 +193,15 @@ static bool frame_follows(pte_t a, pte_t b, unsigned node)
 }
 
 /* Every page that comes back is checked against the hash taken when it
- * left; a changed one is read again from another copy, if it has one. */
-static void check_sum(uint64_t i, char *copy)
+ * left (at src); a changed one is read again into copy from another copy
+ * of it, if it has one. False: src is good; true: copy holds the page. */
+static bool check_sum(uint64_t i, const char *src, char *copy)
 {
-	if (pagesum_eq(pagesum_of(copy), sum_at(i)))
-		return;
+	if (pagesum_eq(pagesum_of(src), sum_at(i)))
+		return false;
 	STAT_ADD(P.c.stats, pages_corrupt, 1);
 	if (!replica_failover(pte_node(pte_at(i)), i, 1, 1, copy))
-		return;
+		return true;
 	pager_die("a page came back from its memnode changed (checksum mismatch)", (uintptr_t)page_addr(i), -EIO);
 }
 
@@ -275,7 +277,12 @@ static char *land;       /* this plan's: the landing area or idx's read-buffer s
 static uint64_t plan_lo; /* page plan_lo + k * step lands at land + k pages */
 static uint64_t step;
 
+static const char *in_place[PREFETCH_MAX_WINDOW]; /* by plan slot: the page in the pool's mapping, or NULL */
+
 static char *landed(uint64_t i) { return land + (((i - plan_lo) / step) << PAGE_SHIFT); }
+static uint32_t slot_of(uint64_t i) { return (uint32_t)((i - plan_lo) / step); }
+/* Where page i of the plan is to be copied from: in place, or where it landed. */
+static const char *source(uint64_t i) { return in_place[slot_of(i)] ? in_place[slot_of(i)] : landed(i); }
 
 static bool readable(uint64_t i, unsigned node)
 {
@@ -401,6 +408,30 @@ static void reread_failed(const struct run *runs, unsigned n, unsigned node, con
 				remote_read(node, pte_pfn(pte_at(a)), 1, landed(a), a, 1);
 }
 
+/* The plan's runs where they can be read in place (the embedded memnode's
+ * pool, mapped: P54), each page's address in in_place[] by slot; counted
+ * as reads. False (in_place[] cleared): at least one run must be read. */
+static bool find_in_place(const struct run *runs, unsigned n, unsigned node, uint32_t slots)
+{
+	uint64_t bytes = 0;
+
+	for (unsigned r = 0; r < n; r++) {
+		uint32_t count = (uint32_t)((runs[r].b - runs[r].a) / step + 1);
+		const char *at = client_frames_at(P.c.client, node, runs[r].pfn, count);
+
+		if (!at) {
+			memset(in_place, 0, slots * sizeof(in_place[0]));
+			return false;
+		}
+		for (uint32_t j = 0; j < count; j++)
+			in_place[slot_of(runs[r].a) + j] = at + ((size_t)j << PAGE_SHIFT);
+		bytes += (uint64_t)count << PAGE_SHIFT;
+	}
+	STAT_ADD(P.c.stats, remote_reads, n);
+	STAT_ADD(P.c.stats, bytes_read, bytes);
+	return true;
+}
+
 /* Reads the plan's pages, without the pager lock when this is the only
  * handler. An entry that changed meanwhile (the page was unmapped,
  * discarded, remapped or brought home by a fork) makes its copy worthless:
@@ -414,6 +445,8 @@ static void fetch_plan(uint64_t idx, const struct prefetch_plan *pl, bool *ok, u
 	bool unlock = __atomic_load_n(&nhandlers, __ATOMIC_RELAXED) == 1;
 	bool failed[PREFETCH_MAX_READS] = { 0 };
 
+	if (!P.rb && find_in_place(runs, n, node, slots))
+		return;
 	if (!unlock) {
 		read_runs(runs, n, node, NULL);
 		return;
@@ -443,10 +476,11 @@ static void map_fetched(uint64_t idx, const bool *ok, uint32_t slots)
 			k++;
 			continue;
 		}
-		while (step == 1 && k + m < slots && ok[k + m] && a + m != idx)
+		while (step == 1 && k + m < slots && ok[k + m] && a + m != idx &&
+		       source(a + m) == source(a) + ((size_t)m << PAGE_SHIFT))
 			m++;
 		k += m;
-		map_clean(a, m, landed(a)); /* m > 1 only with step 1 */
+		map_clean(a, m, source(a)); /* m > 1 only with step 1, from one source */
 	}
 }
 
@@ -471,20 +505,24 @@ static void fetch_remote(uint64_t idx, bool write)
 	slots = (uint32_t)((pl.hi - pl.lo + step - 1) / step);
 	land = P.rb ? rbuf_slot(P.rb, idx) : landing; /* a slot holds the aligned window from plan_lo */
 	reclaim_make_room(P.rb ? 1 : slots);
+	memset(in_place, 0, slots * sizeof(in_place[0]));
 	fetch_plan(idx, &pl, ok, slots);
 	if (!ok[(idx - plan_lo) / step]) { /* settled while we read: let the thread retry */
 		uffd_wake(P.c.uffd, page_addr(idx), PAGE_SIZE);
 		return;
 	}
 	for (uint32_t k = 0; k < slots; k++) {
+		uint64_t a = plan_lo + k * step;
+
 		if (!ok[k])
 			continue;
-		check_sum(plan_lo + k * step, landed(plan_lo + k * step));
+		if (check_sum(a, source(a), landed(a)))
+			in_place[k] = NULL; /* read again from another copy, into the landing area */
 		if (P.rb)
-			rbuf_mark(P.rb, plan_lo + k * step);
+			rbuf_mark(P.rb, a);
 	}
 	e = pte_at(idx);
-	install_remote(idx, landed(idx), write, pte_node(e), pte_pfn(e));
+	install_remote(idx, source(idx), write, pte_node(e), pte_pfn(e));
 	if (!P.rb && pte_resident(pte_at(idx)))
 		map_fetched(idx, ok, slots);
 	prefetch_counters(P.pf, &hits, &wasted);

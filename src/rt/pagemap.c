@@ -1,5 +1,5 @@
-/* pagemap: PAGEMAP_SCAN with PM_SCAN_WP_MATCHING as a bitmap of written
- * pages; the classic 8-byte entries for which pages are mapped. */
+/* pagemap: the classic 8-byte entries for which pages are mapped;
+ * PAGEMAP_SCAN for how much anonymous memory a range holds. */
 #include "pagemap.h"
 
 #include <errno.h>
@@ -11,51 +11,17 @@
 #include "pte.h"
 #include "os.h"
 
-#define REGIONS 32 /* one call returns at most this many runs of written pages */
+#define REGIONS 32 /* one PAGEMAP_SCAN call returns at most this many runs of pages */
 
 int pagemap_open(int *fd_out)
 {
 	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0) {
-		log_error("cannot open /proc/self/pagemap (written pages, memory outside the region): %m");
+		log_error("cannot open /proc/self/pagemap (pages moved out, memory outside the region): %m");
 		return -errno;
 	}
 	*fd_out = fd;
-	return 0;
-}
-
-static void set_bits(uint64_t *bits, uint64_t lo, uint64_t hi)
-{
-	for (uint64_t i = lo; i < hi; i++)
-		bits[i / 64] |= 1ull << (i % 64);
-}
-
-int pagemap_written(int fd, void *addr, size_t npages, uint64_t written[PAGEMAP_MAX_PAGES / 64])
-{
-	uint64_t start = (uintptr_t)addr, end = start + (npages << PAGE_SHIFT);
-	struct page_region vec[REGIONS];
-
-	if (npages > PAGEMAP_MAX_PAGES)
-		return -EINVAL;
-	memset(written, 0, PAGEMAP_MAX_PAGES / 8);
-	while (start < end) {
-		struct pm_scan_arg a = {
-			.size = sizeof(a), .flags = PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
-			.start = start, .end = end, .vec = (uintptr_t)vec, .vec_len = REGIONS,
-			.category_mask = PAGE_IS_WRITTEN, .return_mask = PAGE_IS_WRITTEN,
-		};
-		long n = ioctl(fd, PAGEMAP_SCAN, &a);
-
-		if (n < 0)
-			return errno == ENOTTY ? -EOPNOTSUPP : -errno;
-		for (long i = 0; i < n; i++)
-			set_bits(written, (vec[i].start - (uintptr_t)addr) >> PAGE_SHIFT,
-				 (vec[i].end - (uintptr_t)addr) >> PAGE_SHIFT);
-		if (a.walk_end <= start)
-			return -EIO; /* no progress: never loop forever */
-		start = a.walk_end;
-	}
 	return 0;
 }
 

@@ -1,9 +1,6 @@
-/* pagemap: which pages of a range were written since they were last
- * write-protected, learned and re-protected in one atomic step with the
- * PAGEMAP_SCAN ioctl (Linux 6.7+). Pairs with UFFD_FEATURE_WP_ASYNC, under
- * which the kernel resolves writes to protected pages without a message.
- * Also which pages of a range are mapped at all, and how much anonymous
- * memory a range holds. */
+/* pagemap: which pages of a range are mapped at all (/proc/self/pagemap
+ * entries), and how much anonymous memory a range holds (the PAGEMAP_SCAN
+ * ioctl, Linux 6.7+). */
 #ifndef COMEX_RT_PAGEMAP_H
 #define COMEX_RT_PAGEMAP_H
 
@@ -14,11 +11,6 @@
 
 /* Opens /proc/self/pagemap; -errno (logged) on failure. */
 int pagemap_open(int *fd_out);
-/* For the npages (<= PAGEMAP_MAX_PAGES) pages at addr, sets bit i of
- * written[] when page i was written since its last protection (or is not
- * mapped), clears it otherwise; every written page is write-protected again
- * before the call returns. -EOPNOTSUPP when the kernel has no PAGEMAP_SCAN. */
-int pagemap_written(int fd, void *addr, size_t npages, uint64_t written[PAGEMAP_MAX_PAGES / 64]);
 /* How many of the npages (<= PAGEMAP_MAX_PAGES) pages from addr, counted
  * from the first, have a page (present or swapped out). */
 int pagemap_mapped_prefix(int fd, const void *addr, size_t npages, size_t *count_out);

@@ -11,8 +11,9 @@
  *
  * Page life cycle: EMPTY -zero fill-> DIRTY -evict-> WBUF -flush-> REMOTE
  * -fault-> CLEAN (write-protected, keeps its frame) -write-> DIRTY (frame
- * released; in async mode learnt at eviction); CLEAN -evict-> REMOTE without
- * rewriting. */
+ * released; in async mode the kernel lets the write through, and eviction
+ * compares the content with the remote copy's hash); CLEAN -evict-> REMOTE
+ * without rewriting. */
 #include "pager.h"
 
 #include <errno.h>
@@ -151,8 +152,8 @@ static int start(const struct pager_config *cfg)
 		log_error("cannot open /proc/self/mem to copy pages out: %m");
 		return -errno;
 	}
-	/* pagemap: an async descriptor never reports writes, eviction must see
-	 * them; and the budget measures what lies outside the region. maps:
+	/* pagemap: which pages a failed move took out anyway (async eviction),
+	 * and the budget measures what lies outside the region. maps:
 	 * which mappings are writable. Both name this process, so each process
 	 * opens its own, and here, before the program runs or while a child's
 	 * own descriptors are held back (an open as it runs could take a number
