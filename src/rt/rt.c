@@ -543,16 +543,37 @@ static uint64_t rss_bytes(void)
 	return (uint64_t)rss << PAGE_SHIFT;
 }
 
+/* The shared memory resident in the process (RssShmem), bytes: mostly the
+ * embedded memnode's pool, which the client maps (P54) and which is the
+ * memnode's memory, not the program's. 0 when unknown. At exit only. */
+static uint64_t rss_shmem_bytes(void)
+{
+	char buf[4096];
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	ssize_t r = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	const char *at;
+
+	if (fd >= 0)
+		close(fd);
+	if (r <= 0)
+		return 0;
+	buf[r] = 0;
+	at = strstr(buf, "\nRssShmem:");
+	return at ? strtoull(at + 10, NULL, 10) << 10 : 0;
+}
+
 __attribute__((destructor)) static void rt_fini(void)
 {
 	const char *root = getenv("COMEX_ROOT_PID"), *path = opt_str(&opts, OPT_STATS_JSON);
-	uint64_t rss;
+	uint64_t rss, shmem;
 
 	if (rt_mode != RT_MANAGED || !stats)
 		return; /* also in a forked child: its parent reports */
 	rt_internal++;
 	pager_exit();
 	rss = rss_bytes();
+	shmem = rss_shmem_bytes();
+	rss = shmem < rss ? rss - shmem : 0; /* the embedded pool is the memnode's */
 	stats->outside_rss_bytes = rss > stats->resident_bytes ? rss - stats->resident_bytes : 0;
 	budget_count_outside(); /* the last measure: a short program may end within one tick */
 	if (root && atoi(root) == getpid()) {
