@@ -3,7 +3,7 @@ file(GLOB TEST_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/test_*.c)
 foreach(src ${TEST_SOURCES})
   get_filename_component(name ${src} NAME_WE)
   add_executable(${name} ${src})
-  target_link_libraries(${name} PRIVATE comexops comexrt comexmemnode comexclient comexcore m)
+  target_link_libraries(${name} PRIVATE comexops comexswap comexrt comexmemnode comexclient comexcore m)
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
     ENVIRONMENT "COMEX_BIN=$<TARGET_FILE:comex>;COMEX_SRC=${CMAKE_SOURCE_DIR}")

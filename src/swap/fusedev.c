@@ -1,0 +1,322 @@
+/* fusedev: the FUSE protocol subset a one-file filesystem needs, spoken
+ * directly on /dev/fuse (docs/SWAP.md S1). The filesystem's root is the
+ * file itself (rootmode S_IFREG, mounted on a regular file), so there is
+ * no directory and no lookup. Each serving thread owns one request buffer
+ * and one reply buffer, allocated before the first request; a WRITE's data
+ * is handed to the callback where the kernel put it, a READ's is written
+ * by the callback straight into the reply. */
+#include "fusedev.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <linux/fuse.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "log.h"
+
+/* The kernel refuses a read of /dev/fuse into less than a whole request:
+ * the largest WRITE plus its headers, and never less than its minimum. */
+#define REQ_BUF (FUSEDEV_MAX_IO + FUSE_MIN_READ_BUFFER)
+#define MAX_THREADS 64
+#define ATTR_VALID_S 3600 /* the size never changes: the kernel may keep attributes */
+
+struct fusedev {
+	int fd;                 /* /dev/fuse */
+	char path[256];
+	uint64_t size;
+	const struct fusedev_ops *ops;
+	void *ctx;
+	int err;                /* atomic: the first failure of a serving thread */
+};
+
+struct worker {
+	struct fusedev *d;
+	pthread_t tid;
+	uint8_t *req;           /* REQ_BUF */
+	uint8_t *reply;         /* FUSEDEV_MAX_IO */
+};
+
+static int reply(struct fusedev *d, uint64_t unique, int error, const void *arg, size_t len)
+{
+	struct fuse_out_header h = { .len = (uint32_t)(sizeof(h) + len), .error = error, .unique = unique };
+	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)arg, len } };
+	ssize_t w = writev(d->fd, iov, len ? 2 : 1);
+
+	/* ENOENT: the request was interrupted and is gone; not our failure */
+	if (w < 0 && errno != ENOENT) {
+		log_error("FUSE reply to request %llu (%zu bytes) failed: %m", (unsigned long long)unique, len);
+		return -errno;
+	}
+	return 0;
+}
+
+static void fill_attr(const struct fusedev *d, struct fuse_attr *a)
+{
+	*a = (struct fuse_attr){ .ino = FUSE_ROOT_ID, .size = d->size, .blocks = d->size / 512, .mode = S_IFREG | 0600,
+				 .nlink = 1, .blksize = 4096 };
+}
+
+static int do_init(struct fusedev *d, uint64_t unique, const struct fuse_init_in *in)
+{
+	struct fuse_init_out out = {
+		.major = FUSE_KERNEL_VERSION,
+		.minor = in->minor < FUSE_KERNEL_MINOR_VERSION ? in->minor : FUSE_KERNEL_MINOR_VERSION,
+		.max_readahead = in->max_readahead, .flags = FUSE_BIG_WRITES | FUSE_MAX_PAGES,
+		.max_background = 64, .congestion_threshold = 48, .max_write = FUSEDEV_MAX_IO, .time_gran = 1,
+		.max_pages = FUSEDEV_MAX_IO / 4096,
+	};
+
+	if (in->major != FUSE_KERNEL_VERSION) {
+		log_error("the kernel speaks FUSE %u.%u; this build speaks %u.x", in->major, in->minor, FUSE_KERNEL_VERSION);
+		reply(d, unique, -EPROTO, NULL, 0);
+		return -EPROTO;
+	}
+	return reply(d, unique, 0, &out, sizeof(out));
+}
+
+static int do_read(struct worker *w, uint64_t unique, const struct fuse_read_in *in)
+{
+	struct fusedev *d = w->d;
+	uint32_t len = in->size;
+	int err;
+
+	if (in->offset >= d->size)
+		return reply(d, unique, 0, NULL, 0);
+	if (len > d->size - in->offset)
+		len = (uint32_t)(d->size - in->offset);
+	if (len > FUSEDEV_MAX_IO)
+		len = FUSEDEV_MAX_IO;
+	err = d->ops->read(d->ctx, in->offset, len, w->reply);
+	return err ? reply(d, unique, err, NULL, 0) : reply(d, unique, 0, w->reply, len);
+}
+
+static int do_write(struct fusedev *d, uint64_t unique, const struct fuse_write_in *in, const void *data,
+		    size_t have)
+{
+	struct fuse_write_out out = { .size = in->size };
+	int err;
+
+	if (in->size > have)
+		return reply(d, unique, -EINVAL, NULL, 0);
+	if (in->offset > d->size || in->size > d->size - in->offset)
+		return reply(d, unique, -ENOSPC, NULL, 0); /* the file never grows */
+	err = d->ops->write(d->ctx, in->offset, in->size, data);
+	return err ? reply(d, unique, err, NULL, 0) : reply(d, unique, 0, &out, sizeof(out));
+}
+
+/* A discard from the loop device is a hole punched (keep-size); a zeroed
+ * range reads as zero afterwards just the same. Anything else (growing the
+ * file) is refused. */
+static int do_fallocate(struct fusedev *d, uint64_t unique, const struct fuse_fallocate_in *in)
+{
+	int mode = (int)in->mode;
+
+	if (!(mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) || !(mode & FALLOC_FL_KEEP_SIZE) ||
+	    in->offset > d->size || in->length > d->size - in->offset)
+		return reply(d, unique, -EOPNOTSUPP, NULL, 0);
+	return reply(d, unique, d->ops->discard(d->ctx, in->offset, in->length), NULL, 0);
+}
+
+static int do_attr(struct fusedev *d, uint64_t unique)
+{
+	struct fuse_attr_out out = { .attr_valid = ATTR_VALID_S };
+
+	fill_attr(d, &out.attr);
+	return reply(d, unique, 0, &out, sizeof(out));
+}
+
+/* One request; 0, or -errno when the device itself failed. */
+static int dispatch(struct worker *w, size_t n)
+{
+	struct fusedev *d = w->d;
+	const struct fuse_in_header *h = (const void *)w->req;
+	const void *arg = w->req + sizeof(*h);
+	size_t have = n - sizeof(*h);
+
+	switch (h->opcode) {
+	case FUSE_INIT:
+		return do_init(d, h->unique, arg);
+	case FUSE_GETATTR:
+	case FUSE_SETATTR: /* nothing to set: a one-file device of a fixed size */
+		return do_attr(d, h->unique);
+	case FUSE_OPEN: {
+		struct fuse_open_out out = { .open_flags = FOPEN_DIRECT_IO };
+
+		return reply(d, h->unique, 0, &out, sizeof(out));
+	}
+	case FUSE_READ:
+		return do_read(w, h->unique, arg);
+	case FUSE_WRITE:
+		return do_write(d, h->unique, arg, (const uint8_t *)arg + sizeof(struct fuse_write_in),
+				have - sizeof(struct fuse_write_in));
+	case FUSE_FALLOCATE:
+		return do_fallocate(d, h->unique, arg);
+	case FUSE_STATFS: {
+		struct fuse_statfs_out out = { .st = { .blocks = d->size / 4096, .bsize = 4096, .frsize = 4096,
+						       .namelen = 255, .files = 1 } };
+
+		return reply(d, h->unique, 0, &out, sizeof(out));
+	}
+	case FUSE_FLUSH:
+	case FUSE_FSYNC:
+	case FUSE_RELEASE:
+	case FUSE_DESTROY:
+		return reply(d, h->unique, 0, NULL, 0); /* writes are in memnode memory when answered */
+	case FUSE_FORGET:
+	case FUSE_BATCH_FORGET:
+	case FUSE_INTERRUPT:
+		return 0; /* no reply: nothing of ours is interruptible */
+	default:
+		return reply(d, h->unique, -ENOSYS, NULL, 0);
+	}
+}
+
+/* Reads one request; 0 with *n set, -ENODEV once unmounted, -errno. */
+static int next_request(struct worker *w, size_t *n)
+{
+	for (;;) {
+		ssize_t r = read(w->d->fd, w->req, REQ_BUF);
+
+		if (r >= (ssize_t)sizeof(struct fuse_in_header)) {
+			*n = (size_t)r;
+			return 0;
+		}
+		if (r < 0 && (errno == EINTR || errno == EAGAIN || errno == ENOENT))
+			continue; /* ENOENT: an interrupted request vanished before we read it */
+		if (r < 0 && errno == ENODEV)
+			return -ENODEV;
+		log_error("reading FUSE requests failed (%zd bytes): %m", r);
+		return r < 0 ? -errno : -EIO;
+	}
+}
+
+static void *serve(void *arg)
+{
+	struct worker *w = arg;
+	size_t n;
+	int err;
+
+	while (!(err = next_request(w, &n)) && !(err = dispatch(w, n)))
+		;
+	if (err != -ENODEV)
+		__atomic_compare_exchange_n(&w->d->err, &(int){ 0 }, err, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static int worker_init(struct worker *w, struct fusedev *d)
+{
+	void *b = mmap(NULL, REQ_BUF + FUSEDEV_MAX_IO, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+		       -1, 0);
+
+	if (b == MAP_FAILED) {
+		log_error("cannot map %u bytes of FUSE buffers: %m", REQ_BUF + FUSEDEV_MAX_IO);
+		return -errno;
+	}
+	*w = (struct worker){ .d = d, .req = b, .reply = (uint8_t *)b + REQ_BUF };
+	return 0;
+}
+
+static void worker_fini(struct worker *w)
+{
+	if (w->req)
+		munmap(w->req, REQ_BUF + FUSEDEV_MAX_IO);
+}
+
+int fusedev_serve(struct fusedev *d, unsigned threads)
+{
+	struct worker w[MAX_THREADS] = { 0 };
+	unsigned started = 1;
+	int err = 0;
+
+	if (threads < 1)
+		threads = 1;
+	if (threads > MAX_THREADS)
+		threads = MAX_THREADS;
+	for (unsigned i = 0; i < threads && !err; i++)
+		err = worker_init(&w[i], d);
+	for (; started < threads && !err; started++)
+		err = -pthread_create(&w[started].tid, NULL, serve, &w[started]);
+	if (err)
+		log_error("cannot start FUSE request thread %u: %s", started, strerror(-err));
+	serve(&w[0]);
+	for (unsigned i = 1; i < started; i++)
+		pthread_join(w[i].tid, NULL);
+	for (unsigned i = 0; i < threads; i++)
+		worker_fini(&w[i]);
+	return err ? err : __atomic_load_n(&d->err, __ATOMIC_RELAXED);
+}
+
+/* The kernel sends INIT first; answering it makes the mount usable. */
+static int answer_init(struct fusedev *d)
+{
+	struct worker w;
+	size_t n;
+	int err = worker_init(&w, d);
+
+	if (!err && !(err = next_request(&w, &n)))
+		err = ((const struct fuse_in_header *)w.req)->opcode == FUSE_INIT ? dispatch(&w, n) : -EPROTO;
+	worker_fini(&w);
+	return err;
+}
+
+int fusedev_mount(const char *path, uint64_t size, const struct fusedev_ops *ops, void *ctx, struct fusedev **out)
+{
+	struct fusedev *d = calloc(1, sizeof(*d));
+	char data[128];
+	int err;
+
+	if (!d)
+		return -ENOMEM;
+	*d = (struct fusedev){ .size = size, .ops = ops, .ctx = ctx };
+	snprintf(d->path, sizeof(d->path), "%s", path);
+	d->fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	if (d->fd < 0) {
+		err = -errno;
+		log_error("cannot open /dev/fuse: %m (is the fuse module loaded, and are we root?)");
+		goto free_dev;
+	}
+	snprintf(data, sizeof(data), "fd=%d,rootmode=%o,user_id=0,group_id=0,allow_other,max_read=%u", d->fd,
+		 S_IFREG, FUSEDEV_MAX_IO);
+	if (mount("comex-swap", path, "fuse.comex-swap", MS_NOSUID | MS_NODEV | MS_NOATIME, data)) {
+		err = -errno;
+		log_error("cannot mount the FUSE file on %s: %m", path);
+		goto close_fd;
+	}
+	if ((err = answer_init(d))) {
+		log_error("the kernel's FUSE INIT for %s went unanswered: %s", path, strerror(-err));
+		goto unmount;
+	}
+	*out = d;
+	return 0;
+unmount:
+	umount2(path, MNT_DETACH);
+close_fd:
+	close(d->fd);
+free_dev:
+	free(d);
+	return err;
+}
+
+void fusedev_unmount(struct fusedev *d)
+{
+	if (umount2(d->path, MNT_DETACH) && errno != EINVAL)
+		log_warn("cannot unmount the FUSE file %s: %m", d->path);
+}
+
+void fusedev_free(struct fusedev *d)
+{
+	if (!d)
+		return;
+	close(d->fd);
+	free(d);
+}

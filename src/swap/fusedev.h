@@ -1,0 +1,34 @@
+/* fusedev: one regular file of a fixed size served over the raw FUSE
+ * protocol (/dev/fuse), mounted on a regular file, for a loop device with
+ * direct I/O in front (docs/SWAP.md S1). Reads, writes and discards of the
+ * file go to callbacks; nothing is allocated per request. */
+#ifndef COMEX_SWAP_FUSEDEV_H
+#define COMEX_SWAP_FUSEDEV_H
+
+#include <stdint.h>
+
+#define FUSEDEV_MAX_IO (1u << 20) /* bytes one READ or WRITE carries at most (max_write, max_pages) */
+
+/* Offsets and lengths are bytes within the file; each returns 0 or -errno
+ * (the errno the kernel hands to the reader or writer). */
+struct fusedev_ops {
+	int (*read)(void *ctx, uint64_t off, uint32_t len, void *dst);
+	int (*write)(void *ctx, uint64_t off, uint32_t len, const void *src);
+	int (*discard)(void *ctx, uint64_t off, uint64_t len);
+};
+
+struct fusedev;
+
+/* Mounts a file of size bytes on path (an existing regular file, root
+ * only) and answers the kernel's INIT. -errno (logged) on failure. */
+int fusedev_mount(const char *path, uint64_t size, const struct fusedev_ops *ops, void *ctx, struct fusedev **out);
+/* Serves requests on threads threads (the caller's among them) until the
+ * file is unmounted; 0, or -errno when the device failed. */
+int fusedev_serve(struct fusedev *d, unsigned threads);
+/* Unmounts lazily: the file goes once nothing holds it open (the loop
+ * device), and then fusedev_serve returns. */
+void fusedev_unmount(struct fusedev *d);
+/* After fusedev_serve returned. */
+void fusedev_free(struct fusedev *d);
+
+#endif
