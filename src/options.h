@@ -14,7 +14,7 @@
 enum opt_type { OPT_STR, OPT_UINT, OPT_UINT_AUTO, OPT_SIZE, OPT_BOOL, OPT_DURATION, OPT_LIST, OPT_CHOICE };
 /* SC_BASIC marks the few options a command's short --help shows first; the
  * rest are listed by --help all. */
-enum opt_scope { SC_MEMNODE = 1, SC_CLIENT = 2, SC_RUN = 4, SC_ALL = 7, SC_BASIC = 8 };
+enum opt_scope { SC_MEMNODE = 1, SC_CLIENT = 2, SC_RUN = 4, SC_BASIC = 8, SC_SWAP = 16, SC_ALL = 23 };
 
 enum opt_id {
 #define OPT(id, name, type, def, unit, scope, doc) OPT_##id,

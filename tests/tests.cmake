@@ -43,6 +43,13 @@ foreach(src ${PROG_SOURCES})
   target_link_libraries(${name} PRIVATE Threads::Threads)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/progs)
 endforeach()
+# A static build of prog_gate: what comex run refuses and comex swap serves
+# (e2e_swap). Not in the sanitized build: the sanitizers do not link statically.
+if(NOT COMEX_SANITIZE)
+  add_executable(prog_gate_static ${CMAKE_SOURCE_DIR}/tests/progs/prog_gate.c)
+  target_link_options(prog_gate_static PRIVATE -static)
+  set_target_properties(prog_gate_static PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/progs)
+endif()
 foreach(script ${E2E_SCRIPTS})
   get_filename_component(name ${script} NAME_WE)
   set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT "COMEX_PROGS=${CMAKE_BINARY_DIR}/progs")

@@ -17,6 +17,7 @@
 #include "options.h"
 #include "run.h"
 #include "status.h"
+#include "swap.h"
 #include "top.h"
 
 /* A command called with the wrong arguments: its synopsis, exit status 2. */
@@ -127,6 +128,31 @@ static int cmd_home(int argc, char **argv)
 	return home_main(atoi(argv[argc - 1]), release);
 }
 
+/* comex swap up [OPTIONS] | down [OPTIONS] DEVICE | status [OPTIONS] [--json].
+ * The subcommand is taken out, so that options and --help see "swap". */
+static int cmd_swap(int argc, char **argv)
+{
+	static struct options o;
+	const char *sub = argc > 1 ? argv[1] : "";
+	bool json = !strcmp(sub, "status") && argc > 2 && !strcmp(argv[argc - 1], "--json");
+	char *args[64];
+	int n = argc - 1 - json, err = 0, first;
+
+	if ((strcmp(sub, "up") && strcmp(sub, "down") && strcmp(sub, "status")) || n > 64)
+		return usage_error("swap");
+	args[0] = argv[0];
+	for (int i = 1; i < n; i++)
+		args[i] = argv[i + 1];
+	if ((first = parse(&o, strcmp(sub, "status") ? SC_CLIENT | SC_SWAP : SC_SWAP, n, args, &err)) < 0)
+		return err;
+	log_threshold = (int)opt_num(&o, OPT_LOG_LEVEL);
+	if (!strcmp(sub, "status"))
+		return first == n ? swap_status(&o, json) : usage_error("swap");
+	if (!strcmp(sub, "up"))
+		return first == n ? swap_up(&o) : usage_error("swap");
+	return first == n - 1 ? swap_down(&o, args[first]) : usage_error("swap");
+}
+
 static int cmd_help_options(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--markdown"))
@@ -155,6 +181,7 @@ static const struct command commands[] = {
 	{ "top",          "[--once] [--interval SECONDS] [PID]",                          "live view of the programs under comex on this host: budget, resident, remote, faults/s by kind, remote-fault latency p50/p99, read/write MB/s, memnodes", top_main },
 	{ "status",       "[--json] [--clients] [--interval SECONDS] [--memnode HOST:PORT,...] [--token-file FILE]", "one line per memnode (pool, used, free, clients, requests/s, up/failed/draining) and the imbalance (max/mean used); exit 1 if a memnode failed", status_main },
 	{ "exporter",     "[--listen HOST:PORT] [--once]",                                "serve the counters of this host's comex programs to Prometheus (default 127.0.0.1:9730); --once prints them", exporter_main },
+	{ "swap",         "up --size SIZE --single-copy [OPTIONS] | down [OPTIONS] DEVICE | status [OPTIONS] [--json]", "a swap device whose pages live on memnodes, for every process of the machine (static binaries, Go, containers, cgroup swap limits); up prints the device (docs/SWAP.md)", cmd_swap },
 	{ "check",        "[OPTIONS] [PAGES]",                                            "write, read back and verify pages on every --memnode", cmd_check },
 	{ "drain",        "[--token-file FILE] HOST:PORT",                                "ask that memnode's clients to move their pages elsewhere; it then exits (docs/RELIABILITY.md)", cmd_drain },
 	{ "token",        "FILE",                                                         "create a cluster token file (mode 0600)", cmd_token },

@@ -1,0 +1,325 @@
+/* swap: the comex swap commands. Each device NAME (0, 1, ...) has, in
+ * swap-dir: NAME.dev (the FUSE file its daemon serves, which the loop device
+ * reads), NAME.pid (the daemon), NAME.loop (the loop device's path) and
+ * NAME.log (the daemon's log). The daemon is forked from `up` and runs in
+ * its own session; `down` swaps off, detaches the loop device and unmounts
+ * the file, and the daemon ends once the kernel lets go of it. */
+#include "swap.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "options.h"
+#include "swapd.h"
+
+#define UP_TIMEOUT_MS 60000   /* the daemon connects to its memnodes (connect-timeout 30 s) and mounts */
+#define DOWN_WAIT_S 60        /* the daemon gives its frames back after the kernel let go of the file */
+
+/* swap-dir/NAME.EXT; an empty path (which every use then fails on) when
+ * swap-dir is too long for it. */
+static void file_of(const struct options *o, const char *name, const char *ext, char *out, size_t cap)
+{
+	int n = snprintf(out, cap, "%s/%s.%s", opt_str(o, OPT_SWAP_DIR), name, ext);
+
+	if (n < 0 || (size_t)n >= cap)
+		out[0] = 0;
+}
+
+static int write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f || fputs(text, f) < 0 || fclose(f)) {
+		log_error("cannot write %s: %m", path);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int read_line(const char *path, char *out, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	bool ok = f && fgets(out, (int)cap, f);
+
+	if (f)
+		fclose(f);
+	if (!ok)
+		return -ENOENT;
+	out[strcspn(out, "\n")] = 0;
+	return 0;
+}
+
+/* Runs a command line; its first output line into out (if out). 0 when it
+ * exited 0, else -EIO (its stderr went to ours). */
+static int run_cmd(const char *cmd, char *out, size_t cap)
+{
+	FILE *p = popen(cmd, "r");
+	char line[256] = "";
+	bool got = p && fgets(line, sizeof(line), p);
+	int st = p ? pclose(p) : -1;
+
+	if (st != 0) {
+		log_error("'%s' failed (status %d)", cmd, st);
+		return -EIO;
+	}
+	if (out) {
+		if (!got)
+			return -EIO;
+		line[strcspn(line, "\n")] = 0;
+		snprintf(out, cap, "%s", line);
+	}
+	return 0;
+}
+
+/* The first name 0, 1, ... without a daemon's pid file. */
+static void free_name(const struct options *o, char *name, size_t cap)
+{
+	char path[512];
+
+	for (unsigned i = 0;; i++) {
+		snprintf(name, cap, "%u", i);
+		file_of(o, name, "pid", path, sizeof(path));
+		if (access(path, F_OK))
+			return;
+	}
+}
+
+static int check_up_args(const struct options *o)
+{
+	uint64_t size = opt_num(o, OPT_SWAP_SIZE);
+
+	if (size < (1u << 20) || size % 4096) {
+		log_error("option size: a swap device of at least 1 MiB, in whole 4 KiB pages, is needed (got %llu bytes)",
+			  (unsigned long long)size);
+		return -EINVAL;
+	}
+	if (!opt_num(o, OPT_SINGLE_COPY)) {
+		log_error("comex swap keeps one copy of each page: if a memnode is lost while it holds pages, the "
+			  "processes whose pages they were are killed. Pass --single-copy to accept that (docs/SWAP.md S6)");
+		return -EINVAL;
+	}
+	if (geteuid() != 0) {
+		log_error("comex swap needs root (mount, losetup, swapon)");
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* Forks the daemon for name; returns its pid once the file serves. */
+static pid_t start_daemon(const struct options *o, const char *name, const char *dev)
+{
+	char logp[512];
+	int p[2];
+	pid_t pid;
+	char c = 0;
+
+	file_of(o, name, "log", logp, sizeof(logp));
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	if ((pid = fork()) < 0)
+		return -errno;
+	if (!pid) {
+		int fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), nul = open("/dev/null", O_RDWR);
+
+		close(p[0]);
+		setsid();
+		if (fd >= 0)
+			dup2(fd, 2);
+		if (nul >= 0)
+			dup2(nul, 0), dup2(nul, 1);
+		log_set_prefix("comex-swap");
+		_exit(swapd_main(o, name, dev, p[1]));
+	}
+	close(p[1]);
+	struct pollfd pf = { .fd = p[0], .events = POLLIN };
+	if (poll(&pf, 1, UP_TIMEOUT_MS) != 1 || read(p[0], &c, 1) != 1 || c != 'r') {
+		char line[512];
+		FILE *f = fopen(logp, "r");
+
+		log_error("the swap daemon did not come up; its log (%s):", logp);
+		while (f && fgets(line, sizeof(line), f))
+			fprintf(stderr, "  %s", line);
+		if (f)
+			fclose(f);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		close(p[0]);
+		return -EIO;
+	}
+	close(p[0]);
+	return pid;
+}
+
+/* Unmounts the file: the daemon ends once nothing holds it; waits for that. */
+static int stop_daemon(const char *dev, pid_t pid)
+{
+	umount2(dev, MNT_DETACH);
+	for (int i = 0; i < DOWN_WAIT_S * 10; i++) {
+		if (waitpid(pid, NULL, WNOHANG) == pid || kill(pid, 0))
+			return 0;
+		usleep(100000); /* waiting for the daemon to give its frames back, not timing */
+	}
+	log_error("the swap daemon (pid %d) did not end within %d s", (int)pid, DOWN_WAIT_S);
+	return -ETIMEDOUT;
+}
+
+int swap_up(const struct options *o)
+{
+	char name[32], dev[512], pidp[512], loopp[512], loop[64] = "", cmd[1024], num[32];
+	pid_t pid;
+	int fd;
+
+	if (check_up_args(o))
+		return 2;
+	if (mkdir(opt_str(o, OPT_SWAP_DIR), 0755) && errno != EEXIST) {
+		log_error("cannot create swap-dir %s: %m", opt_str(o, OPT_SWAP_DIR));
+		return 1;
+	}
+	free_name(o, name, sizeof(name));
+	file_of(o, name, "dev", dev, sizeof(dev));
+	file_of(o, name, "pid", pidp, sizeof(pidp));
+	file_of(o, name, "loop", loopp, sizeof(loopp));
+	if ((fd = open(dev, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) < 0) {
+		log_error("cannot create %s: %m", dev);
+		return 1;
+	}
+	close(fd);
+	if ((pid = start_daemon(o, name, dev)) < 0)
+		goto remove_file;
+	snprintf(num, sizeof(num), "%d\n", (int)pid);
+	if (write_file(pidp, num))
+		goto stop;
+	snprintf(cmd, sizeof(cmd), "losetup --direct-io=on --find --show '%s'", dev);
+	if (run_cmd(cmd, loop, sizeof(loop)))
+		goto stop;
+	snprintf(cmd, sizeof(cmd), "mkswap -L comex-swap-%s '%s' >/dev/null && swapon --discard --priority %llu '%s'",
+		 name, loop, (unsigned long long)opt_num(o, OPT_SWAP_PRIORITY), loop);
+	if (write_file(loopp, loop) || run_cmd(cmd, NULL, 0))
+		goto detach;
+	log_info("swap device %s: %llu MiB on memnodes, served by pid %d (comex swap down %s)", loop,
+		 (unsigned long long)(opt_num(o, OPT_SWAP_SIZE) >> 20), (int)pid, loop);
+	printf("%s\n", loop);
+	return 0;
+detach:
+	snprintf(cmd, sizeof(cmd), "losetup -d '%s'", loop);
+	run_cmd(cmd, NULL, 0);
+	unlink(loopp);
+stop:
+	stop_daemon(dev, pid);
+	unlink(pidp);
+remove_file:
+	unlink(dev);
+	return 1;
+}
+
+/* The name whose loop file holds device (or device itself, if a name). */
+static int find_name(const struct options *o, const char *device, char *name, size_t cap)
+{
+	DIR *d = opendir(opt_str(o, OPT_SWAP_DIR));
+	struct dirent *e;
+	int err = -ENOENT;
+
+	while (d && (e = readdir(d)) && err) {
+		char path[512], loop[64], *dot = strrchr(e->d_name, '.');
+
+		if (!dot || strcmp(dot, ".loop"))
+			continue;
+		*dot = 0;
+		file_of(o, e->d_name, "loop", path, sizeof(path));
+		if (((!read_line(path, loop, sizeof(loop)) && !strcmp(loop, device)) || !strcmp(e->d_name, device)) &&
+		    strlen(e->d_name) < cap) {
+			memcpy(name, e->d_name, strlen(e->d_name) + 1);
+			err = 0;
+		}
+	}
+	if (d)
+		closedir(d);
+	return err;
+}
+
+int swap_down(const struct options *o, const char *device)
+{
+	char name[64], dev[512], pidp[512], loopp[512], logp[512], loop[64], cmd[640], num[32];
+	pid_t pid;
+
+	if (find_name(o, device, name, sizeof(name))) {
+		log_error("%s is no comex swap device (none in %s)", device, opt_str(o, OPT_SWAP_DIR));
+		return 1;
+	}
+	file_of(o, name, "dev", dev, sizeof(dev));
+	file_of(o, name, "pid", pidp, sizeof(pidp));
+	file_of(o, name, "loop", loopp, sizeof(loopp));
+	file_of(o, name, "log", logp, sizeof(logp));
+	if (read_line(loopp, loop, sizeof(loop)) || read_line(pidp, num, sizeof(num)))
+		return 1;
+	pid = (pid_t)atoi(num);
+	snprintf(cmd, sizeof(cmd), "swapoff '%s'", loop);
+	if (run_cmd(cmd, NULL, 0)) {
+		log_error("%s stays in use: swapoff must bring every page on it back into RAM first", loop);
+		return 1;
+	}
+	snprintf(cmd, sizeof(cmd), "losetup -d '%s'", loop);
+	run_cmd(cmd, NULL, 0);
+	if (stop_daemon(dev, pid))
+		return 1;
+	unlink(loopp);
+	unlink(pidp);
+	unlink(dev);
+	unlink(logp);
+	return 0;
+}
+
+int swap_status(const struct options *o, bool json)
+{
+	DIR *d = opendir(opt_str(o, OPT_SWAP_DIR));
+	struct dirent *e;
+	unsigned n = 0;
+
+	if (json)
+		printf("[");
+	else
+		printf("%-6s %-12s %8s %10s %10s %10s %10s %8s\n", "NAME", "DEVICE", "PID", "SIZE_MIB", "STORED_MIB",
+		       "READS", "WRITES", "ERRORS");
+	while (d && (e = readdir(d))) {
+		char path[512], loop[64] = "-", *dot = strrchr(e->d_name, '.');
+		const struct swapd_stats *st;
+
+		if (!dot || strcmp(dot, ".pid"))
+			continue;
+		*dot = 0;
+		file_of(o, e->d_name, "loop", path, sizeof(path));
+		read_line(path, loop, sizeof(loop));
+		if (swapd_stats_open(e->d_name, &st))
+			continue; /* its daemon is gone */
+		if (json)
+			printf("%s{\"name\":\"%s\",\"device\":\"%s\",\"pid\":%d,\"size_bytes\":%llu,\"stored_blocks\":%llu,"
+			       "\"reads\":%llu,\"writes\":%llu,\"discards\":%llu,\"bytes_read\":%llu,\"bytes_written\":%llu,"
+			       "\"errors\":%llu}", n ? "," : "", e->d_name, loop, st->pid,
+			       (unsigned long long)st->size_bytes, (unsigned long long)st->stored_blocks,
+			       (unsigned long long)st->reads, (unsigned long long)st->writes,
+			       (unsigned long long)st->discards, (unsigned long long)st->bytes_read,
+			       (unsigned long long)st->bytes_written, (unsigned long long)st->errors);
+		else
+			printf("%-6s %-12s %8d %10llu %10llu %10llu %10llu %8llu\n", e->d_name, loop, st->pid,
+			       (unsigned long long)(st->size_bytes >> 20), (unsigned long long)(st->stored_blocks >> 8),
+			       (unsigned long long)st->reads, (unsigned long long)st->writes,
+			       (unsigned long long)st->errors);
+		n++;
+	}
+	if (d)
+		closedir(d);
+	if (json)
+		printf("]\n");
+	return 0;
+}

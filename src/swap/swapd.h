@@ -1,0 +1,29 @@
+/* swapd: the comex swap daemon (docs/SWAP.md): connects to the memnodes,
+ * mounts the device's FUSE file over a block map, and serves it until the
+ * file is unmounted; then gives every frame back. Off the reclaim path's
+ * feet: memory locked, an I/O flusher, never the OOM killer's choice. */
+#ifndef COMEX_SWAP_SWAPD_H
+#define COMEX_SWAP_SWAPD_H
+
+#include <stdint.h>
+
+struct options;
+
+/* The counters a daemon keeps in /dev/shm/comex-swap.NAME for comex swap status. */
+struct swapd_stats {
+	uint64_t size_bytes, stored_blocks;
+	uint64_t reads, writes, discards;          /* requests */
+	uint64_t bytes_read, bytes_written;
+	uint64_t read_ns, write_ns;                /* time in them, summed */
+	uint64_t errors;
+	int32_t pid;
+};
+
+/* Runs the daemon for the FUSE file path (an existing regular file); ready
+ * is a descriptor that gets one byte once the file serves, then is closed.
+ * Returns when the file was unmounted: 0, or 1 on failure (logged). */
+int swapd_main(const struct options *o, const char *name, const char *path, int ready);
+/* Maps the counters of the daemon called name, read-only; -errno. */
+int swapd_stats_open(const char *name, const struct swapd_stats **out);
+
+#endif
