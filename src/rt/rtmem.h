@@ -12,7 +12,9 @@
 /* Zeroed, lazily backed memory; NULL on failure (errno set). Backed by
  * 4 KiB pages, never transparent huge pages: a table touched sparsely must
  * grow by 4 KiB as page tables do (with THP, 6144 pieces of 64 KiB spread
- * over 256 GiB made the page table alone 537 MiB resident; P45). */
+ * over 256 GiB made the page table alone 537 MiB resident; P45). Not in
+ * core dumps: a core holds the program's memory, not the pager's tables
+ * and buffers (P42). */
 static inline void *rt_alloc(size_t len)
 {
 	long p = os_mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -22,6 +24,7 @@ static inline void *rt_alloc(size_t len)
 		return NULL;
 	if (len >= (2ul << 20))
 		os_madvise((void *)p, len, MADV_NOHUGEPAGE);
+	os_madvise((void *)p, len, MADV_DONTDUMP);
 	return (void *)p;
 }
 
