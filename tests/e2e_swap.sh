@@ -80,6 +80,13 @@ swapped() { # NAME LIMIT CMD...: native, then in the cgroup; outputs equal, page
 swapped static 24M "$static" 96 /
 swapped python 32M python3 "$dir/prog.py"
 [ "$(counter errors)" -eq 0 ] || fail errors "the device counted $(counter errors) failed requests"
+# the request latencies status reports, from the daemon's histograms
+lat="$(counter read_p50_us) $(counter read_p99_us) $(counter write_p50_us) $(counter write_p99_us)"
+if python3 -c 'import sys; v=[float(x) for x in sys.argv[1:]]; sys.exit(0 if all(x > 0 for x in v) and v[0] <= v[1] and v[2] <= v[3] else 1)' $lat; then
+  echo "ok: status: read p50/p99 and write p50/p99 $lat us"
+else
+  fail status "latencies (read p50 p99, write p50 p99) not all positive and ordered: $lat"
+fi
 
 # 4. down: swapped off, detached, the daemon gone, every frame back
 "$bin" swap down --swap-dir "$swapdir" "$device" 2>"$dir/down.err" || fail down "$(tail -n 3 "$dir/down.err")"

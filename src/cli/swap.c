@@ -21,6 +21,7 @@
 
 #include "log.h"
 #include "options.h"
+#include "programs.h"
 #include "swapd.h"
 
 #define UP_TIMEOUT_MS 60000   /* the daemon connects to its memnodes (connect-timeout 30 s) and mounts */
@@ -289,8 +290,8 @@ int swap_status(const struct options *o, bool json)
 	if (json)
 		printf("[");
 	else
-		printf("%-6s %-12s %8s %10s %10s %10s %10s %8s\n", "NAME", "DEVICE", "PID", "SIZE_MIB", "STORED_MIB",
-		       "READS", "WRITES", "ERRORS");
+		printf("%-6s %-12s %8s %9s %10s %9s %9s %8s %8s %8s %8s %7s\n", "NAME", "DEVICE", "PID", "SIZE_MIB",
+		       "STORED_MIB", "READS", "WRITES", "RD_P50us", "RD_P99us", "WR_P50us", "WR_P99us", "ERRORS");
 	while (d && (e = readdir(d))) {
 		char path[512], loop[64] = "-", *dot = strrchr(e->d_name, '.');
 		const struct swapd_stats *st;
@@ -302,18 +303,27 @@ int swap_status(const struct options *o, bool json)
 		read_line(path, loop, sizeof(loop));
 		if (swapd_stats_open(e->d_name, &st))
 			continue; /* its daemon is gone */
+		/* request latency in us from the log2 histograms; -1 with none yet */
+		double lat[4] = { programs_quantile(st->hist_read_ns, 0.5), programs_quantile(st->hist_read_ns, 0.99),
+				  programs_quantile(st->hist_write_ns, 0.5), programs_quantile(st->hist_write_ns, 0.99) };
+
+		for (int i = 0; i < 4; i++)
+			lat[i] = lat[i] < 0 ? -1 : lat[i] / 1000;
 		if (json)
 			printf("%s{\"name\":\"%s\",\"device\":\"%s\",\"pid\":%d,\"size_bytes\":%llu,\"stored_blocks\":%llu,"
 			       "\"reads\":%llu,\"writes\":%llu,\"discards\":%llu,\"bytes_read\":%llu,\"bytes_written\":%llu,"
+			       "\"read_p50_us\":%.1f,\"read_p99_us\":%.1f,\"write_p50_us\":%.1f,\"write_p99_us\":%.1f,"
 			       "\"errors\":%llu}", n ? "," : "", e->d_name, loop, st->pid,
 			       (unsigned long long)st->size_bytes, (unsigned long long)st->stored_blocks,
 			       (unsigned long long)st->reads, (unsigned long long)st->writes,
 			       (unsigned long long)st->discards, (unsigned long long)st->bytes_read,
-			       (unsigned long long)st->bytes_written, (unsigned long long)st->errors);
+			       (unsigned long long)st->bytes_written, lat[0], lat[1], lat[2], lat[3],
+			       (unsigned long long)st->errors);
 		else
-			printf("%-6s %-12s %8d %10llu %10llu %10llu %10llu %8llu\n", e->d_name, loop, st->pid,
-			       (unsigned long long)(st->size_bytes >> 20), (unsigned long long)(st->stored_blocks >> 8),
-			       (unsigned long long)st->reads, (unsigned long long)st->writes,
+			printf("%-6s %-12s %8d %9llu %10llu %9llu %9llu %8.1f %8.1f %8.1f %8.1f %7llu\n", e->d_name, loop,
+			       st->pid, (unsigned long long)(st->size_bytes >> 20),
+			       (unsigned long long)(st->stored_blocks >> 8), (unsigned long long)st->reads,
+			       (unsigned long long)st->writes, lat[0], lat[1], lat[2], lat[3],
 			       (unsigned long long)st->errors);
 		n++;
 	}

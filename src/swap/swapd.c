@@ -55,14 +55,16 @@ static int blocks_of(uint64_t off, uint64_t len, uint64_t *block, uint64_t *n)
  * failed memnode, -ENOSPC when every memnode is full. */
 static int transfer(struct swapd *s, bool write, uint64_t off, uint32_t len, void *buf)
 {
-	uint64_t b, n, t0 = now_ns();
+	uint64_t b, n, ns, t0 = now_ns();
 	int err = blocks_of(off, len, &b, &n);
 
 	if (!err)
 		err = write ? blockmap_write(s->map, b, (uint32_t)n, buf) : blockmap_read(s->map, b, (uint32_t)n, buf);
+	ns = now_ns() - t0;
 	count(write ? &s->st->writes : &s->st->reads, 1);
 	count(write ? &s->st->bytes_written : &s->st->bytes_read, len);
-	count(write ? &s->st->write_ns : &s->st->read_ns, now_ns() - t0);
+	count(write ? &s->st->write_ns : &s->st->read_ns, ns);
+	count(write ? &s->st->hist_write_ns[stats_bucket(ns)] : &s->st->hist_read_ns[stats_bucket(ns)], 1);
 	if (write)
 		__atomic_store_n(&s->st->stored_blocks, blockmap_stored(s->map), __ATOMIC_RELAXED);
 	if (err)
@@ -94,7 +96,7 @@ static const struct fusedev_ops ops = { on_read, on_write, on_discard };
 
 static void shm_name(const char *name, char *out, size_t cap) { snprintf(out, cap, "/comex-swap.%s", name); }
 
-static int stats_create(const char *name, struct swapd_stats **out)
+static int counters_create(const char *name, struct swapd_stats **out)
 {
 	char path[128];
 	int fd;
@@ -116,7 +118,7 @@ static int stats_create(const char *name, struct swapd_stats **out)
 	return 0;
 }
 
-static void stats_remove(const char *name)
+static void counters_remove(const char *name)
 {
 	char path[128];
 
@@ -167,7 +169,7 @@ int swapd_main(const struct options *o, const char *name, const char *path, int 
 	struct swapd s = { 0 };
 	int err;
 
-	if ((err = stats_create(name, &s.st)))
+	if ((err = counters_create(name, &s.st)))
 		return 1;
 	*s.st = (struct swapd_stats){ .size_bytes = size, .pid = (int32_t)getpid() };
 	if ((err = client_connect(o, &c)))
@@ -190,6 +192,6 @@ disconnect:
 close_ready:
 	if (ready >= 0)
 		close(ready);
-	stats_remove(name);
+	counters_remove(name);
 	return err ? 1 : 0;
 }

@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include "stats.h"
+
 struct options;
 
 /* The counters a daemon keeps in /dev/shm/comex-swap.NAME for comex swap status. */
@@ -16,6 +18,8 @@ struct swapd_stats {
 	uint64_t bytes_read, bytes_written;
 	uint64_t read_ns, write_ns;                /* time in them, summed */
 	uint64_t errors;
+	uint64_t hist_read_ns[STATS_HIST_BUCKETS];  /* per request, log2 buckets as stats.h's */
+	uint64_t hist_write_ns[STATS_HIST_BUCKETS];
 	int32_t pid;
 };
 
