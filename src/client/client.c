@@ -37,10 +37,6 @@
 static struct { uint8_t *map; uint64_t bytes; char addr[256]; } pool_file;
 static void pool_file_populate(uint32_t pfn, uint32_t count);
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
-#endif
-
 static void node_fail(struct node *n, int err)
 {
 	if (n->joining) { /* a reconnection attempt failed: its caller retries later, quietly */

@@ -30,6 +30,7 @@
 #include "pager.h"
 #include "placement.h"
 #include "prefetch.h"
+#include "procfile.h"
 #include "pte.h"
 #include "stats.h"
 #include "tp_fork.h"
@@ -560,15 +561,10 @@ static uint64_t rss_bytes(void)
 static uint64_t rss_shmem_bytes(void)
 {
 	char buf[4096];
-	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-	ssize_t r = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
 	const char *at;
 
-	if (fd >= 0)
-		close(fd);
-	if (r <= 0)
+	if (procfile_read("/proc/self/status", buf, sizeof(buf)) <= 0)
 		return 0;
-	buf[r] = 0;
 	at = strstr(buf, "\nRssShmem:");
 	return at ? strtoull(at + 10, NULL, 10) << 10 : 0;
 }

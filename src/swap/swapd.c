@@ -11,11 +11,11 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "blockmap.h"
 #include "client.h"
+#include "clock.h"
 #include "fusedev.h"
 #include "log.h"
 #include "options.h"
@@ -29,14 +29,6 @@ struct swapd {
 	struct blockmap *map;
 	struct swapd_stats *st;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 static void count(uint64_t *n, uint64_t v) { __atomic_fetch_add(n, v, __ATOMIC_RELAXED); }
 
