@@ -18,6 +18,7 @@
 #include "run.h"
 #include "status.h"
 #include "swap.h"
+#include "embedded.h"
 #include "top.h"
 
 /* A command called with the wrong arguments: its synopsis, exit status 2. */
@@ -54,7 +55,7 @@ static int cmd_memnode(int argc, char **argv)
 		return 2;
 	}
 	err = memnode_main(&o);
-	run_orphaned();
+	embedded_orphaned();
 	return err ? 1 : 0;
 }
 

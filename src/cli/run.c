@@ -22,6 +22,7 @@
 
 #include "auth.h"
 #include "client.h"
+#include "embedded.h"
 #include "log.h"
 #include "memcg.h"
 #include "memnode.h"
@@ -36,7 +37,6 @@ static const struct { const char *name; unsigned scope; } table[] = {
 #undef OPT
 };
 
-struct embedded { pid_t pid; char dir[64]; int pool_fd; /* the pool file (P47), or -1 */ };
 
 /* ---- what the runtime cannot cover ---- */
 
@@ -192,62 +192,6 @@ static int resolve_local_mem(const struct options *o, uint64_t *out)
 	return 0;
 }
 
-/* ---- embedded memnode ---- */
-
-/* Set in the embedded memnode's environment: the launcher's pid and its
- * temporary directory, for run_orphaned. The program's pid is written to
- * PROGRAM_PID in that directory once it is started. */
-#define LAUNCHER_ENV "COMEX_EMBEDDED_LAUNCHER"
-#define PROGRAM_PID "program.pid"
-/* how long the launcher waits for the memnode to say it stays or to exit */
-#define LINGER_ANSWER_MS 2000
-/* how long an orphaned memnode waits for the program to be gone: it was
- * sent SIGKILL with the memnode's SIGTERM, so this is the kernel's time to
- * tear down its memory */
-#define ORPHAN_WAIT_MS 10000
-
-static void dir_file(const char *dir, const char *name, char *out, size_t cap)
-{
-	snprintf(out, cap, "%s/%s", dir, name);
-}
-
-/* Removes the launcher's temporary directory and what it holds. */
-static void remove_run_dir(const char *dir)
-{
-	static const char *const files[] = { "token", PROGRAM_PID, "memnode.log", MEMNODE_LINGER_FILE };
-	char path[160];
-
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		dir_file(dir, files[i], path, sizeof(path));
-		unlink(path);
-	}
-	rmdir(dir);
-}
-
-void run_orphaned(void)
-{
-	const char *launcher = getenv(LAUNCHER_ENV), *dir = getenv(MEMNODE_DIR_ENV);
-	char path[160];
-	int pid = 0;
-	FILE *f;
-
-	if (!launcher || !dir || getppid() == (pid_t)atoi(launcher))
-		return; /* not embedded, or the launcher is alive and cleans up itself */
-	dir_file(dir, PROGRAM_PID, path, sizeof(path));
-	if ((f = fopen(path, "r"))) {
-		if (fscanf(f, "%d", &pid) != 1)
-			pid = 0;
-		fclose(f);
-	}
-	for (int ms = 0; pid > 0 && kill(pid, 0) == 0 && ms < ORPHAN_WAIT_MS; ms += 10)
-		usleep(10000);
-	if (pid > 0 && kill(pid, 0) == 0)
-		log_warn("the program (pid %d) outlived its launcher; its counters stay in /dev/shm", pid);
-	stats_sweep();
-	log_info("the launcher (pid %s) is gone: removing %s", launcher, dir);
-	remove_run_dir(dir);
-}
-
 static void self_dir(char *out, size_t cap)
 {
 	ssize_t n = readlink("/proc/self/exe", out, cap - 1);
@@ -257,38 +201,9 @@ static void self_dir(char *out, size_t cap)
 		*strrchr(out, '/') = 0;
 }
 
-static int wait_port(struct embedded *e, char *addr, size_t cap)
-{
-	char log[128], buf[4096];
-
-	snprintf(log, sizeof(log), "%s/memnode.log", e->dir);
-	for (int i = 0; i < 3000; i++) {
-		FILE *f = fopen(log, "re");
-		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-		char *p;
-		int status;
-
-		if (f)
-			fclose(f);
-		buf[n] = 0;
-		if ((p = strstr(buf, " on port "))) {
-			snprintf(addr, cap, "127.0.0.1:%d", atoi(p + 9));
-			return 0;
-		}
-		if (waitpid(e->pid, &status, WNOHANG) == e->pid) {
-			log_error("the embedded memnode failed to start:\n%s", buf);
-			e->pid = 0;
-			return -ECHILD;
-		}
-		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
-	}
-	log_error("the embedded memnode did not come up within 30 s (log: %s)", log);
-	return -ETIMEDOUT;
-}
-
-/* embedded-pool as the embedded memnode's --pool and --pool-max: 'auto'
- * grows from embedded-pool-start up to the memory we may use at all. */
-static int embedded_pool(const struct options *o, char *pool, char *max, size_t cap)
+/* embedded-pool as the embedded memnode's pool and pool-max: 'auto' grows
+ * from embedded-pool-start up to the memory we may use at all. */
+static int embedded_pool(const struct options *o, struct embedded_cfg *cfg)
 {
 	const char *text = opt_str(o, OPT_EMBEDDED_POOL);
 	uint64_t bytes, lim;
@@ -298,206 +213,25 @@ static int embedded_pool(const struct options *o, char *pool, char *max, size_t 
 			log_error("option embedded-pool: '%s' is neither a size (e.g. 4G) nor 'auto'", text);
 			return -EINVAL;
 		}
-		snprintf(pool, cap, "%llu", (unsigned long long)bytes);
-		snprintf(max, cap, "0");
+		cfg->pool = bytes;
+		cfg->pool_max = 0;
 		return 0;
 	}
 	lim = sysmem_cgroup_limit();
 	if (lim == UINT64_MAX)
 		lim = sysmem_total();
-	snprintf(pool, cap, "%llu", (unsigned long long)opt_num(o, OPT_EMBEDDED_POOL_START));
-	snprintf(max, cap, "%llu", (unsigned long long)lim);
+	cfg->pool = opt_num(o, OPT_EMBEDDED_POOL_START);
+	cfg->pool_max = lim;
 	return 0;
 }
 
-/* The embedded memnode's pool as a memfd both it and the program map or
- * read (P47), as large as the pool may grow; -1 (logged) when it cannot be
- * made: pages then move by messages. */
-static int pool_file(const char *pool, const char *max)
-{
-	uint64_t a = strtoull(pool, NULL, 10), b = strtoull(max, NULL, 10);
-	int fd = memfd_create("comex-pool", MFD_CLOEXEC);
-
-	if (fd >= 0 && !ftruncate(fd, (off_t)(b > a ? b : a)))
-		return fd;
-	log_warn("cannot make a pool file for the embedded memnode (%m): pages move through the memnode");
-	if (fd >= 0)
-		close(fd);
-	return -1;
-}
-
-/* Closes every descriptor from first on (the pool file, when there is one,
- * is 3 and first 4) and executes the embedded memnode. Returns on failure. */
-static void execl_memnode(const struct options *o, const char *exe, const char *pool, const char *max,
-			  const char *token, unsigned first)
-{
-	const char *argv[20] = { exe, "memnode", "--listen", "127.0.0.1:0", "--pool", pool, "--pool-max", max,
-				 "--token-file", token, "--drain-timeout", "0", "--sched", opt_str(o, OPT_SCHED) };
-	unsigned n = 14;
-
-	close_range(first, ~0u, 0);
-	unsetenv("LD_PRELOAD");
-	/* rma: the memnode serves this program only, which may hold its
-	 * pool key; the pool file: the program reads the pool itself (P47).
-	 * Either way pages move without the memnode's CPU, which can sleep
-	 * between control requests instead of polling a core. */
-	if (opt_num(o, OPT_EMBEDDED_RMA)) {
-		argv[n++] = "--data-path";
-		argv[n++] = "rma";
-	} else if (first == 4) {
-		argv[n++] = "--pool-fd";
-		argv[n++] = "3";
-	}
-	if (opt_num(o, OPT_EMBEDDED_RMA) || first == 4) {
-		argv[n++] = "--idle-spin";
-		argv[n++] = "0";
-	}
-	argv[n] = NULL;
-	execv(exe, (char *const *)argv);
-}
-
+/* The embedded memnode for the program, as the embedded-* options say. */
 static int start_embedded(const struct options *o, struct embedded *e, char *addr, size_t cap)
 {
-	char exe[PATH_MAX], token[128], log[128], pool[32], max[32], launcher[24];
-	int err = embedded_pool(o, pool, max, sizeof(pool));
+	struct embedded_cfg cfg = { .direct = opt_num(o, OPT_EMBEDDED_DIRECT), .rma = opt_num(o, OPT_EMBEDDED_RMA) };
+	int err = embedded_pool(o, &cfg);
 
-	if (err)
-		return err;
-
-	snprintf(e->dir, sizeof(e->dir), "/tmp/comex-run.XXXXXX");
-	if (!mkdtemp(e->dir)) {
-		log_error("cannot create a directory for the embedded memnode: %m");
-		return -errno;
-	}
-	snprintf(token, sizeof(token), "%s/token", e->dir);
-	snprintf(log, sizeof(log), "%s/memnode.log", e->dir);
-	if (auth_token_generate(token))
-		return -EIO;
-	if (readlink("/proc/self/exe", exe, sizeof(exe) - 1) < 0)
-		return -errno;
-	exe[sizeof(exe) - 1] = 0;
-	snprintf(launcher, sizeof(launcher), "%d", (int)getpid());
-	if (opt_num(o, OPT_EMBEDDED_DIRECT) && !opt_num(o, OPT_EMBEDDED_RMA))
-		e->pool_fd = pool_file(pool, max);
-	e->pid = fork();
-	if (e->pid < 0)
-		return -errno;
-	if (!e->pid) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-
-		setpgid(0, 0); /* a Ctrl-C for the program must not kill its memory first */
-		/* but the launcher's death, however it dies, ends it (issue 10
-		 * item 7); it then cleans up what the launcher left (run_orphaned) */
-		if (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() != (pid_t)atoi(launcher))
-			_exit(1);
-		setenv(LAUNCHER_ENV, launcher, 1);
-		setenv(MEMNODE_DIR_ENV, e->dir, 1);
-		if (fd >= 0)
-			dup2(fd, 2);
-		/* descriptors the launcher inherited are the program's (a socket
-		 * systemd activated, a pipe a supervisor waits on to close); the
-		 * pool file becomes descriptor 3 */
-		if (e->pool_fd >= 0 && (e->pool_fd == 3 ? !fcntl(3, F_SETFD, 0) : dup2(e->pool_fd, 3) == 3))
-			execl_memnode(o, exe, pool, max, token, 4); /* dup2 onto itself would leave close-on-exec */
-		execl_memnode(o, exe, pool, max, token, 3);
-		_exit(127);
-	}
-	setenv("COMEX_TOKEN_FILE", token, 1);
-	return wait_port(e, addr, cap);
-}
-
-/* Copies the end of the embedded memnode's log to stderr: when the program
- * failed, what the memnode saw is half of the story. */
-static void show_log_tail(const char *path)
-{
-	char buf[2048];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	off_t end = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
-	ssize_t n;
-
-	if (end > 0 && lseek(fd, end > (off_t)sizeof(buf) ? end - (off_t)sizeof(buf) : 0, SEEK_SET) >= 0 &&
-	    (n = read(fd, buf, sizeof(buf))) > 0) {
-		log_info("the embedded memnode's last log lines:");
-		if (write(2, buf, (size_t)n) < 0)
-			n = 0;
-	}
-	if (fd >= 0)
-		close(fd);
-}
-
-/* Whether path holds an error line (": error: ", as log.c writes them). */
-static bool log_has_error(const char *path)
-{
-	static const char mark[] = ": error: ";
-	enum { KEEP = sizeof(mark) - 2 }; /* the tail a mark split across two reads starts in */
-	char buf[4096];
-	size_t have = 0;
-	ssize_t n;
-	bool found = false;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	while (fd >= 0 && !found && (n = read(fd, buf + have, sizeof(buf) - have)) > 0) {
-		have += (size_t)n;
-		found = memmem(buf, have, mark, sizeof(mark) - 1) != NULL;
-		if (have > KEEP) {
-			memmove(buf, buf + have - KEEP, KEEP);
-			have = KEEP;
-		}
-	}
-	if (fd >= 0)
-		close(fd);
-	return found;
-}
-
-/* The program ended without comex failing: the memnode stays while forked
- * children of the program that outlive it use it (SIGUSR2: the program
- * handed pages to some, which connect in a moment; SIGUSR1: only if one is
- * connected now), or exits. True when it stays: it then cleans up after
- * itself (run_orphaned). */
-static bool linger(struct embedded *e, bool handed)
-{
-	char path[160];
-
-	dir_file(e->dir, MEMNODE_LINGER_FILE, path, sizeof(path));
-	kill(e->pid, handed ? SIGUSR2 : SIGUSR1);
-	for (int ms = 0; ms < LINGER_ANSWER_MS; ms++) {
-		if (!access(path, F_OK))
-			return true;
-		if (waitpid(e->pid, NULL, WNOHANG) == e->pid) {
-			e->pid = 0;
-			return false;
-		}
-		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
-	}
-	return false;
-}
-
-/* Stops the embedded memnode. Its log goes to stderr when comex itself may
- * have failed (failed: comex run's or the runtime's own exit status), when
- * the memnode died or logged an error, or at log-level 3 after any non-zero
- * exit: a program that exits 1 by design learns nothing from it. */
-static void stop_embedded(struct embedded *e, bool failed, int rc, bool handed)
-{
-	char path[128];
-	int status;
-
-	if (e->pid > 0 && waitpid(e->pid, &status, WNOHANG) == e->pid) {
-		log_error("the embedded memnode ended before the program (%s %d)",
-			  WIFSIGNALED(status) ? "signal" : "exit status",
-			  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-		failed = true;
-	} else if (e->pid > 0 && !failed && linger(e, handed)) {
-		return;
-	} else if (e->pid > 0) {
-		kill(e->pid, SIGTERM);
-		waitpid(e->pid, NULL, 0);
-	}
-	if (!e->dir[0])
-		return;
-	dir_file(e->dir, "memnode.log", path, sizeof(path));
-	if (failed || log_has_error(path) || (rc && log_threshold >= LOG_DEBUG))
-		show_log_tail(path);
-	remove_run_dir(e->dir);
+	return err ? err : embedded_start(o, &cfg, e, addr, cap);
 }
 
 /* ---- the program ---- */
@@ -639,21 +373,6 @@ static bool clients_may_follow(pid_t pid, pid_t memnode)
 static pid_t child;
 static void forward(int sig) { if (child > 0) kill(child, sig); }
 
-/* For run_orphaned: the program's pid, in the embedded memnode's directory. */
-static void note_program(const struct embedded *e, pid_t pid)
-{
-	char path[160];
-	FILE *f;
-
-	if (!e->dir[0])
-		return;
-	dir_file(e->dir, PROGRAM_PID, path, sizeof(path));
-	if ((f = fopen(path, "w"))) {
-		fprintf(f, "%d\n", (int)pid);
-		fclose(f);
-	}
-}
-
 /* systemd's socket activation hands descriptors 3.. to the process it
  * starts, and names it in LISTEN_PID (sd_listen_fds(3) ignores them in any
  * other process). Started as `comex run -- PROG`, that process is this
@@ -689,7 +408,7 @@ static int run_program(const char *path, char **argv, const struct embedded *e, 
 		log_error("cannot execute %s: %m", path);
 		_exit(127);
 	}
-	note_program(e, child);
+	embedded_note_user(e, child);
 	signal(SIGINT, forward);
 	signal(SIGTERM, forward);
 	signal(SIGHUP, forward);
@@ -718,19 +437,6 @@ static int run_program(const char *path, char **argv, const struct embedded *e, 
 static bool comex_failed(int rc)
 {
 	return rc == 125 || rc == 126 || rc == 128 + SIGKILL;
-}
-
-/* The pool file, for the program and whatever it execs: the embedded
- * memnode's descriptor 3, by path (it stays open there as long as the
- * memnode lives, which is as long as anyone uses it: P44's linger). */
-static void pass_pool_file(const struct embedded *e, const char *addr)
-{
-	char v[320];
-
-	if (e->pool_fd < 0)
-		return;
-	snprintf(v, sizeof(v), "/proc/%d/fd/3@%s", (int)e->pid, addr);
-	setenv(CLIENT_POOL_ENV, v, 1);
 }
 
 int run_main(struct options *o, int argc, char **argv)
@@ -775,11 +481,11 @@ int run_main(struct options *o, int argc, char **argv)
 		if (start_embedded(o, &e, addr, sizeof(addr)))
 			goto stop_memnode;
 		setenv("COMEX_MEMNODE", addr, 1);
-		pass_pool_file(&e, addr);
+		embedded_pass_pool_file(&e, addr);
 	}
 	rc = run_program(path, argv, &e, &handed);
 stop_memnode:
-	stop_embedded(&e, comex_failed(rc), rc, handed);
+	embedded_stop(&e, comex_failed(rc), rc, handed);
 	return rc;
 }
 

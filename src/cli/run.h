@@ -9,10 +9,6 @@ struct options;
 /* Runs argv[0..argc) under the pager; returns the program's exit status
  * (128+signal if killed), 125 when comex itself refused or failed. */
 int run_main(struct options *o, int argc, char **argv);
-/* In an embedded memnode that is ending: when its launcher died without
- * cleaning up (killed), waits for the program to be gone, then removes its
- * counters in /dev/shm and the launcher's temporary directory. */
-void run_orphaned(void);
 /* Prints the live counters of a process running under comex as JSON. */
 int stats_main(int pid);
 /* Asks a process running under comex to bring every page home and pause

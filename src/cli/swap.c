@@ -19,9 +19,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "embedded.h"
 #include "log.h"
 #include "options.h"
 #include "programs.h"
+#include "blockmap.h"
 #include "swapd.h"
 
 #define UP_TIMEOUT_MS 60000   /* the daemon connects to its memnodes (connect-timeout 30 s) and mounts */
@@ -96,18 +98,37 @@ static void free_name(const struct options *o, char *name, size_t cap)
 	}
 }
 
+static bool embedded_wanted(const struct options *o);
+
+static unsigned memnodes_given(const struct options *o)
+{
+	char item[OPT_STR_MAX];
+	unsigned n = 0;
+
+	while (!opt_list_item(o, OPT_MEMNODE, n, item, sizeof(item)))
+		n++;
+	return n;
+}
+
 static int check_up_args(const struct options *o)
 {
-	uint64_t size = opt_num(o, OPT_SWAP_SIZE);
+	uint64_t size = opt_num(o, OPT_SWAP_SIZE), copies = opt_num(o, OPT_REPLICAS);
+	unsigned nodes = embedded_wanted(o) ? 1 : memnodes_given(o);
 
 	if (size < (1u << 20) || size % 4096) {
 		log_error("option size: a swap device of at least 1 MiB, in whole 4 KiB pages, is needed (got %llu bytes)",
 			  (unsigned long long)size);
 		return -EINVAL;
 	}
-	if (!opt_num(o, OPT_SINGLE_COPY)) {
-		log_error("comex swap keeps one copy of each page: if a memnode is lost while it holds pages, the "
-			  "processes whose pages they were are killed. Pass --single-copy to accept that (docs/SWAP.md S6)");
+	if (copies < 1 || copies > BLOCKMAP_MAX_COPIES || copies > nodes) {
+		log_error("option replicas: %llu copies of each page need as many memnodes (1 to %u); %u %s", (unsigned long long)copies,
+			  BLOCKMAP_MAX_COPIES, nodes, embedded_wanted(o) ? "embedded (pass --memnode)" : "given");
+		return -EINVAL;
+	}
+	if (copies == 1 && !embedded_wanted(o) && !opt_num(o, OPT_SINGLE_COPY)) {
+		log_error("with replicas 1, comex swap keeps one copy of each page: if a memnode is lost while it holds "
+			  "pages, the kernel cannot swap them in and kills the processes whose pages they were. Pass "
+			  "--replicas 2 (two memnodes or more), or --single-copy to accept that (docs/SWAP.md S6)");
 		return -EINVAL;
 	}
 	if (geteuid() != 0) {
@@ -115,6 +136,50 @@ static int check_up_args(const struct options *o)
 		return -EPERM;
 	}
 	return 0;
+}
+
+/* Whether up starts a memnode of its own: no memnode was given. */
+static bool embedded_wanted(const struct options *o) { return !strcmp(o->v[OPT_MEMNODE].origin, "default"); }
+
+/* The embedded memnode's pool: the device's size, plus what the client's
+ * frame pools hold ahead (replenish-threshold frames) and frames released
+ * but not yet returned (release-batch), with room to spare: 1/32 of the
+ * size, at least 32 MiB. Fixed, populated and locked at start, so that a
+ * swap-out never waits for the pool to grow (S4, S8). */
+static uint64_t embedded_pool_bytes(uint64_t size)
+{
+	uint64_t slack = size / 32;
+
+	return size + (slack < (32u << 20) ? (32u << 20) : slack);
+}
+
+/* In the forked daemon: starts the embedded memnode when wanted (it dies
+ * with this process), then serves the device until it is unmounted. */
+static int run_daemon(const struct options *given, const char *name, const char *dev, int ready)
+{
+	static struct options o; /* the daemon's copy, pointed at the embedded memnode */
+	struct embedded e = { .pool_fd = -1 };
+	struct embedded_cfg cfg = { .pool = embedded_pool_bytes(opt_num(given, OPT_SWAP_SIZE)), .direct = true,
+				    .reclaim_safe = true };
+	char addr[64];
+	int rc = 1;
+
+	o = *given;
+	if (embedded_wanted(&o)) {
+		/* the memnode serves this daemon only: shared memory with it is safe */
+		setenv("COMEX_SHM", "true", 1);
+		if (embedded_start(&o, &cfg, &e, addr, sizeof(addr)) ||
+		    options_set(&o, "memnode", addr, "embedded memnode") ||
+		    options_set(&o, "token-file", getenv("COMEX_TOKEN_FILE"), "embedded memnode") ||
+		    options_set(&o, "shm", "true", "embedded memnode"))
+			goto stop_memnode;
+		embedded_pass_pool_file(&e, addr);
+		embedded_note_user(&e, getpid());
+	}
+	rc = swapd_main(&o, name, dev, ready);
+stop_memnode:
+	embedded_stop(&e, rc != 0, rc, false);
+	return rc;
 }
 
 /* Forks the daemon for name; returns its pid once the file serves. */
@@ -140,7 +205,7 @@ static pid_t start_daemon(const struct options *o, const char *name, const char 
 		if (nul >= 0)
 			dup2(nul, 0), dup2(nul, 1);
 		log_set_prefix("comex-swap");
-		_exit(swapd_main(o, name, dev, p[1]));
+		_exit(run_daemon(o, name, dev, p[1]));
 	}
 	close(p[1]);
 	struct pollfd pf = { .fd = p[0], .events = POLLIN };
@@ -290,8 +355,9 @@ int swap_status(const struct options *o, bool json)
 	if (json)
 		printf("[");
 	else
-		printf("%-6s %-12s %8s %9s %10s %9s %9s %8s %8s %8s %8s %7s\n", "NAME", "DEVICE", "PID", "SIZE_MIB",
-		       "STORED_MIB", "READS", "WRITES", "RD_P50us", "RD_P99us", "WR_P50us", "WR_P99us", "ERRORS");
+		printf("%-6s %-12s %8s %9s %10s %6s %9s %9s %8s %8s %8s %8s %7s  %s\n", "NAME", "DEVICE", "PID",
+		       "SIZE_MIB", "STORED_MIB", "COPIES", "READS", "WRITES", "RD_P50us", "RD_P99us", "WR_P50us",
+		       "WR_P99us", "ERRORS", "MEMNODES");
 	while (d && (e = readdir(d))) {
 		char path[512], loop[64] = "-", *dot = strrchr(e->d_name, '.');
 		const struct swapd_stats *st;
@@ -307,24 +373,31 @@ int swap_status(const struct options *o, bool json)
 		double lat[4] = { programs_quantile(st->hist_read_ns, 0.5), programs_quantile(st->hist_read_ns, 0.99),
 				  programs_quantile(st->hist_write_ns, 0.5), programs_quantile(st->hist_write_ns, 0.99) };
 
+		char copies[24];
+
 		for (int i = 0; i < 4; i++)
 			lat[i] = lat[i] < 0 ? -1 : lat[i] / 1000;
+		/* "2", or "2(-5)" while 5 blocks have fewer copies (memnodes lost) */
+		snprintf(copies, sizeof(copies), st->degraded_blocks ? "%u(-%llu)" : "%u", st->copies,
+			 (unsigned long long)st->degraded_blocks);
 		if (json)
 			printf("%s{\"name\":\"%s\",\"device\":\"%s\",\"pid\":%d,\"size_bytes\":%llu,\"stored_blocks\":%llu,"
 			       "\"reads\":%llu,\"writes\":%llu,\"discards\":%llu,\"bytes_read\":%llu,\"bytes_written\":%llu,"
 			       "\"read_p50_us\":%.1f,\"read_p99_us\":%.1f,\"write_p50_us\":%.1f,\"write_p99_us\":%.1f,"
-			       "\"errors\":%llu}", n ? "," : "", e->d_name, loop, st->pid,
+			       "\"errors\":%llu,\"copies\":%u,\"degraded_blocks\":%llu,\"memnodes\":\"%s\"}",
+			       n ? "," : "", e->d_name, loop, st->pid,
 			       (unsigned long long)st->size_bytes, (unsigned long long)st->stored_blocks,
 			       (unsigned long long)st->reads, (unsigned long long)st->writes,
 			       (unsigned long long)st->discards, (unsigned long long)st->bytes_read,
 			       (unsigned long long)st->bytes_written, lat[0], lat[1], lat[2], lat[3],
-			       (unsigned long long)st->errors);
+			       (unsigned long long)st->errors, st->copies, (unsigned long long)st->degraded_blocks,
+			       st->memnodes);
 		else
-			printf("%-6s %-12s %8d %9llu %10llu %9llu %9llu %8.1f %8.1f %8.1f %8.1f %7llu\n", e->d_name, loop,
-			       st->pid, (unsigned long long)(st->size_bytes >> 20),
-			       (unsigned long long)(st->stored_blocks >> 8), (unsigned long long)st->reads,
+			printf("%-6s %-12s %8d %9llu %10llu %6s %9llu %9llu %8.1f %8.1f %8.1f %8.1f %7llu  %s\n", e->d_name,
+			       loop, st->pid, (unsigned long long)(st->size_bytes >> 20),
+			       (unsigned long long)(st->stored_blocks >> 8), copies, (unsigned long long)st->reads,
 			       (unsigned long long)st->writes, lat[0], lat[1], lat[2], lat[3],
-			       (unsigned long long)st->errors);
+			       (unsigned long long)st->errors, st->memnodes);
 		n++;
 	}
 	if (d)

@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "elastic.h"
 #include "log.h"
+#include "noreclaim.h"
 #include "memnode_metrics.h"
 #include "options.h"
 #include "pool.h"
@@ -561,6 +562,8 @@ int memnode_main(const struct options *o)
 			  &pool);
 	if (err)
 		return err;
+	if (opt_num(o, OPT_RECLAIM_SAFE))
+		noreclaim_enter("memnode");
 	/* a memnode restarted on its port must listen at once, although the
 	 * connections of the one before (killed first) linger in TIME_WAIT */
 	setenv("UCX_TCP_CM_REUSEADDR", "y", 0);

@@ -1,10 +1,13 @@
-/* blockmap: one 64-bit entry per block (docs/SWAP.md S3): stored bit, the
- * memnode's number in the client, the frame. A write goes to the memnode
- * with the most room the client knows of (no round trip; a full one is
- * skipped for the next), in runs of consecutive frames, one client write
- * each; the frames the blocks had before are released (the client sends
- * them in batches). One lock: the kernel's swap I/O is already batched
- * into requests of up to 1 MiB, and the client serialises transfers. */
+/* blockmap: per copy, one 64-bit entry per block (docs/SWAP.md S3, S6):
+ * stored bit, the memnode's number in the client, the frame. A write goes
+ * to the memnode with the most room the client knows of (no round trip; a
+ * full one is skipped for the next), each further copy of a block to a
+ * memnode none of its other copies is on, in runs of consecutive frames,
+ * one client write each; the frames the blocks had before are released
+ * (the client sends them in batches) only once every new copy is in. A read
+ * takes copy 0 and fails over, run by run, to the next copy. One lock: the
+ * kernel's swap I/O is already batched into requests of up to 1 MiB, and
+ * the client serialises transfers. */
 #include "blockmap.h"
 
 #include <errno.h>
@@ -24,46 +27,70 @@ _Static_assert(BLOCKMAP_BLOCK == PROTO_FRAME_SIZE, "a block is one frame");
 #define STORED (1ull << 63)
 #define NODE_SHIFT 32
 #define NODE_MASK 0xffffull
+#define CHUNK 256 /* blocks a write stages at once: 1 MiB, FUSE's largest request */
 
 struct blockmap {
 	struct comex_client *c;
 	pthread_mutex_t lock;
-	uint64_t nblocks, stored;
-	uint64_t *e; /* nblocks entries */
+	uint64_t nblocks, stored, degraded;
+	unsigned copies;
+	bool warned;                            /* about writing fewer copies */
+	uint64_t *e[BLOCKMAP_MAX_COPIES];       /* nblocks entries each */
+	uint64_t stage[BLOCKMAP_MAX_COPIES][CHUNK]; /* a write's new entries, under lock */
 };
 
 static uint64_t entry(unsigned node, uint32_t pfn) { return STORED | (uint64_t)node << NODE_SHIFT | pfn; }
 static unsigned e_node(uint64_t e) { return (unsigned)(e >> NODE_SHIFT & NODE_MASK); }
 static uint32_t e_pfn(uint64_t e) { return (uint32_t)e; }
+static size_t table_bytes(uint64_t blocks) { return blocks ? blocks * sizeof(uint64_t) : 1; }
 
-int blockmap_create(struct comex_client *c, uint64_t blocks, struct blockmap **out)
+int blockmap_create(struct comex_client *c, uint64_t blocks, unsigned copies, struct blockmap **out)
 {
-	struct blockmap *m = calloc(1, sizeof(*m));
-	size_t bytes = blocks * sizeof(uint64_t);
+	struct blockmap *m;
 
-	if (!m)
+	if (copies < 1 || copies > BLOCKMAP_MAX_COPIES)
+		return -EINVAL;
+	if (!(m = calloc(1, sizeof(*m))))
 		return -ENOMEM;
-	m->e = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	if (m->e == MAP_FAILED) {
-		log_error("cannot map the table of %llu blocks (%zu bytes): %m", (unsigned long long)blocks, bytes);
-		free(m);
-		return -ENOMEM;
+	for (unsigned k = 0; k < copies; k++) {
+		m->e[k] = mmap(NULL, table_bytes(blocks), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+			       -1, 0);
+		if (m->e[k] == MAP_FAILED) {
+			log_error("cannot map the table of %llu blocks (%zu bytes): %m", (unsigned long long)blocks,
+				  table_bytes(blocks));
+			m->e[k] = NULL;
+			goto unmap;
+		}
 	}
 	m->c = c;
 	m->nblocks = blocks;
+	m->copies = copies;
 	pthread_mutex_init(&m->lock, NULL);
 	*out = m;
 	return 0;
+unmap:
+	for (unsigned k = 0; k < copies && m->e[k]; k++)
+		munmap(m->e[k], table_bytes(blocks));
+	free(m);
+	return -ENOMEM;
 }
 
+static void release(struct blockmap *m, uint64_t e)
+{
+	if (e & STORED)
+		client_release(m->c, e_node(e), e_pfn(e), 1); /* queued: sent release-batch at a time */
+}
+
+/* Block b stores nothing any more (every copy's frame released). */
 static void forget(struct blockmap *m, uint64_t b)
 {
-	uint64_t e = m->e[b];
-
-	if (!(e & STORED))
+	if (!(m->e[0][b] & STORED))
 		return;
-	client_release(m->c, e_node(e), e_pfn(e), 1); /* queued: sent release-batch at a time */
-	m->e[b] = 0;
+	m->degraded -= !(m->e[m->copies - 1][b] & STORED);
+	for (unsigned k = 0; k < m->copies; k++) {
+		release(m, m->e[k][b]);
+		m->e[k][b] = 0;
+	}
 	m->stored--;
 }
 
@@ -74,7 +101,8 @@ void blockmap_destroy(struct blockmap *m)
 	for (uint64_t b = 0; b < m->nblocks; b++)
 		forget(m, b);
 	client_flush(m->c);
-	munmap(m->e, m->nblocks ? m->nblocks * sizeof(uint64_t) : 1);
+	for (unsigned k = 0; k < m->copies; k++)
+		munmap(m->e[k], table_bytes(m->nblocks));
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }
@@ -96,10 +124,12 @@ static int roomiest(struct blockmap *m, uint64_t tried, unsigned *node_out)
 	return 0;
 }
 
-/* Frames for up to want blocks, on one memnode: 1..want consecutive ones. */
-static int take_frames(struct blockmap *m, uint32_t want, unsigned *node_out, uint32_t *pfn_out, uint32_t *got_out)
+/* Frames for up to want blocks on one memnode not in avoid: 1..want
+ * consecutive ones. */
+static int take_frames(struct blockmap *m, uint64_t avoid, uint32_t want, unsigned *node_out, uint32_t *pfn_out,
+		       uint32_t *got_out)
 {
-	uint64_t tried = 0;
+	uint64_t tried = avoid;
 	unsigned node;
 	int err;
 
@@ -119,6 +149,89 @@ static bool in_range(const struct blockmap *m, uint64_t block, uint64_t count)
 	return block <= m->nblocks && count <= m->nblocks - block;
 }
 
+/* The memnodes copies 0..k-1 of staged block i are on, and how many staged
+ * blocks from i on have their copies on those same memnodes. */
+static uint64_t placed(struct blockmap *m, unsigned k, uint32_t i, uint32_t count, uint32_t *same_out)
+{
+	uint64_t avoid = 0;
+	uint32_t n = 1;
+
+	for (unsigned j = 0; j < k; j++)
+		avoid |= 1ull << e_node(m->stage[j][i]);
+	for (bool same = true; same && i + n < count; n += same)
+		for (unsigned j = 0; j < k && same; j++)
+			same = e_node(m->stage[j][i + n]) == e_node(m->stage[j][i]);
+	*same_out = n;
+	return avoid;
+}
+
+/* Copy k of count staged blocks from src, each on a memnode its copies
+ * 0..k-1 are not on. */
+static int stage_copy(struct blockmap *m, unsigned k, uint32_t count, const uint8_t *src)
+{
+	for (uint32_t i = 0, got; i < count; i += got) {
+		uint32_t want, pfn;
+		unsigned node;
+		uint64_t avoid = placed(m, k, i, count, &want);
+		int err = take_frames(m, avoid, want, &node, &pfn, &got);
+
+		if (!err && (err = client_write(m->c, node, pfn, got, src + (size_t)i * BLOCKMAP_BLOCK)))
+			client_release(m->c, node, pfn, got);
+		if (err)
+			return err;
+		for (uint32_t t = 0; t < got; t++)
+			m->stage[k][i + t] = entry(node, pfn + t);
+	}
+	return 0;
+}
+
+/* How many copies a write makes now: all, or (warned once) as many as
+ * there are memnodes in use, when memnodes were lost. */
+static unsigned copies_now(struct blockmap *m)
+{
+	static struct client_health h; /* under m->lock */
+	unsigned n = client_nodes(m->c), live = 0;
+
+	if (m->copies == 1)
+		return 1;
+	client_poll(m->c, &h);
+	for (unsigned i = 0; i < n; i++)
+		live += !(h.out >> i & 1);
+	if (live >= m->copies)
+		return m->copies;
+	if (!m->warned)
+		log_warn("only %u memnode%s in use for %u copies: pages swapped out now get %u cop%s until memnodes come "
+			 "back", live, live == 1 ? "" : "s", m->copies, live ? live : 1, live > 1 ? "ies" : "y");
+	m->warned = true;
+	return live ? live : 1;
+}
+
+/* count <= CHUNK blocks from block on: every copy staged, then the old frames go. */
+static int write_chunk(struct blockmap *m, uint64_t block, uint32_t count, const uint8_t *src)
+{
+	unsigned copies = copies_now(m), k;
+	int err = 0;
+
+	for (k = 0; k < copies && !err; k++)
+		err = stage_copy(m, k, count, src);
+	if (err) { /* the copies staged so far, whole or in part, go back */
+		for (unsigned j = 0; j < k; j++)
+			for (uint32_t i = 0; i < count; i++)
+				release(m, m->stage[j][i]);
+		memset(m->stage, 0, sizeof(m->stage));
+		return err;
+	}
+	for (uint32_t i = 0; i < count; i++) {
+		forget(m, block + i);
+		for (k = 0; k < m->copies; k++)
+			m->e[k][block + i] = k < copies ? m->stage[k][i] : 0;
+		m->stored++;
+		m->degraded += copies < m->copies; /* its last copy's entry stays empty */
+	}
+	memset(m->stage, 0, sizeof(m->stage));
+	return 0;
+}
+
 int blockmap_write(struct blockmap *m, uint64_t block, uint32_t count, const void *src)
 {
 	const uint8_t *p = src;
@@ -127,19 +240,9 @@ int blockmap_write(struct blockmap *m, uint64_t block, uint32_t count, const voi
 	if (!in_range(m, block, count))
 		return -EINVAL;
 	pthread_mutex_lock(&m->lock);
-	for (uint32_t done = 0, got = 0; done < count && !err; done += got) {
-		unsigned node;
-		uint32_t pfn;
-
-		got = 0;
-		err = take_frames(m, count - done, &node, &pfn, &got);
-		if (!err && (err = client_write(m->c, node, pfn, got, p + (size_t)done * BLOCKMAP_BLOCK)))
-			client_release(m->c, node, pfn, got);
-		for (uint32_t i = 0; i < got && !err; i++) {
-			forget(m, block + done + i);
-			m->e[block + done + i] = entry(node, pfn + i);
-			m->stored++;
-		}
+	for (uint32_t done = 0, n; done < count && !err; done += n) {
+		n = count - done < CHUNK ? count - done : CHUNK;
+		err = write_chunk(m, block + done, n, p + (size_t)done * BLOCKMAP_BLOCK);
 	}
 	pthread_mutex_unlock(&m->lock);
 	if (err)
@@ -147,38 +250,56 @@ int blockmap_write(struct blockmap *m, uint64_t block, uint32_t count, const voi
 	return err;
 }
 
-/* Blocks from b on that one read fetches: the same memnode, consecutive frames. */
-static uint32_t run_at(const struct blockmap *m, uint64_t b, uint32_t left)
+/* Blocks from b on that one read of copy k fetches: the same memnode,
+ * consecutive frames. */
+static uint32_t run_at(const struct blockmap *m, unsigned k, uint64_t b, uint32_t left)
 {
 	uint32_t n = 1;
 
-	while (n < left && m->e[b + n] == m->e[b] + n)
+	while (n < left && m->e[k][b + n] == m->e[k][b] + n)
 		n++;
 	return n;
 }
 
+/* count blocks from block on into dst from copy k, each run that fails
+ * from the next copy. */
+static int read_copy(struct blockmap *m, unsigned k, uint64_t block, uint32_t count, uint8_t *dst)
+{
+	int err = 0;
+
+	for (uint32_t done = 0, n; done < count && !err; done += n) {
+		uint64_t e = m->e[k][block + done];
+		uint8_t *at = dst + (size_t)done * BLOCKMAP_BLOCK;
+
+		n = 1;
+		if (!(m->e[0][block + done] & STORED)) {
+			memset(at, 0, BLOCKMAP_BLOCK); /* never written, or discarded */
+			continue;
+		}
+		if (!(e & STORED)) { /* written with fewer copies */
+			err = -EIO;
+		} else {
+			n = run_at(m, k, block + done, count - done);
+			err = client_read(m->c, e_node(e), e_pfn(e), n, at);
+		}
+		if (err && k + 1 < m->copies)
+			err = read_copy(m, k + 1, block + done, n, at);
+	}
+	return err;
+}
+
 int blockmap_read(struct blockmap *m, uint64_t block, uint32_t count, void *dst)
 {
-	uint8_t *p = dst;
-	int err = 0;
+	int err;
 
 	if (!in_range(m, block, count))
 		return -EINVAL;
 	pthread_mutex_lock(&m->lock);
-	for (uint32_t done = 0, n; done < count && !err; done += n) {
-		uint64_t e = m->e[block + done];
-
-		if (!(e & STORED)) {
-			memset(p + (size_t)done * BLOCKMAP_BLOCK, 0, BLOCKMAP_BLOCK);
-			n = 1;
-			continue;
-		}
-		n = run_at(m, block + done, count - done);
-		err = client_read(m->c, e_node(e), e_pfn(e), n, p + (size_t)done * BLOCKMAP_BLOCK);
-	}
+	err = read_copy(m, 0, block, count, dst);
 	pthread_mutex_unlock(&m->lock);
 	if (err)
-		log_error("reading %u blocks at block %llu failed: %s", count, (unsigned long long)block, strerror(-err));
+		log_error("reading %u blocks at block %llu failed (every copy): %s", count, (unsigned long long)block,
+			  strerror(-err));
 	return err;
 }
 
@@ -193,12 +314,10 @@ int blockmap_discard(struct blockmap *m, uint64_t block, uint64_t count)
 	return 0;
 }
 
-uint64_t blockmap_stored(struct blockmap *m)
+void blockmap_counts(struct blockmap *m, uint64_t *stored_out, uint64_t *degraded_out)
 {
-	uint64_t n;
-
 	pthread_mutex_lock(&m->lock);
-	n = m->stored;
+	*stored_out = m->stored;
+	*degraded_out = m->degraded;
 	pthread_mutex_unlock(&m->lock);
-	return n;
 }

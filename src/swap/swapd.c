@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,11 +17,9 @@
 #include "clock.h"
 #include "fusedev.h"
 #include "log.h"
+#include "noreclaim.h"
 #include "options.h"
 
-#ifndef PR_SET_IO_FLUSHER
-#define PR_SET_IO_FLUSHER 57 /* Linux 5.6 */
-#endif
 #define SERVE_THREADS 4 /* FUSE request threads: the loop device queues a few requests at once */
 
 struct swapd {
@@ -31,6 +28,15 @@ struct swapd {
 };
 
 static void count(uint64_t *n, uint64_t v) { __atomic_fetch_add(n, v, __ATOMIC_RELAXED); }
+
+static void publish_counts(struct swapd *s)
+{
+	uint64_t stored, degraded;
+
+	blockmap_counts(s->map, &stored, &degraded);
+	__atomic_store_n(&s->st->stored_blocks, stored, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->st->degraded_blocks, degraded, __ATOMIC_RELAXED);
+}
 
 /* Byte ranges of the file to blocks: the loop device sends whole 512-byte
  * sectors, swap whole pages; anything not block-aligned is refused. */
@@ -58,7 +64,7 @@ static int transfer(struct swapd *s, bool write, uint64_t off, uint32_t len, voi
 	count(write ? &s->st->write_ns : &s->st->read_ns, ns);
 	count(write ? &s->st->hist_write_ns[stats_bucket(ns)] : &s->st->hist_read_ns[stats_bucket(ns)], 1);
 	if (write)
-		__atomic_store_n(&s->st->stored_blocks, blockmap_stored(s->map), __ATOMIC_RELAXED);
+		publish_counts(s);
 	if (err)
 		count(&s->st->errors, 1);
 	return err == -ENOSPC ? -ENOSPC : err ? -EIO : 0;
@@ -80,7 +86,7 @@ static int on_discard(void *ctx, uint64_t off, uint64_t len)
 	if (!err)
 		err = blockmap_discard(s->map, b, n);
 	count(&s->st->discards, 1);
-	__atomic_store_n(&s->st->stored_blocks, blockmap_stored(s->map), __ATOMIC_RELAXED);
+	publish_counts(s);
 	return err;
 }
 
@@ -135,24 +141,6 @@ int swapd_stats_open(const char *name, const struct swapd_stats **out)
 	return 0;
 }
 
-/* On the reclaim path: what the daemon needs must never wait for reclaim
- * to write to this very device (S4). Failures are warnings: the device
- * still works on a machine with memory to spare. */
-static void off_the_reclaim_path(void)
-{
-	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-
-	if (fd < 0 || write(fd, "-1000", 5) != 5)
-		log_warn("cannot make the swap daemon exempt from the OOM killer: %m");
-	if (fd >= 0)
-		close(fd);
-	if (prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0))
-		log_warn("cannot mark the swap daemon an I/O flusher (PR_SET_IO_FLUSHER): %m; under memory pressure "
-			 "it may wait on its own device");
-	if (mlockall(MCL_CURRENT | MCL_FUTURE))
-		log_warn("cannot lock the swap daemon's memory (mlockall): %m; raise RLIMIT_MEMLOCK or run as root");
-}
-
 int swapd_main(const struct options *o, const char *name, const char *path, int ready)
 {
 	uint64_t size = opt_num(o, OPT_SWAP_SIZE);
@@ -163,12 +151,14 @@ int swapd_main(const struct options *o, const char *name, const char *path, int 
 
 	if ((err = counters_create(name, &s.st)))
 		return 1;
-	*s.st = (struct swapd_stats){ .size_bytes = size, .pid = (int32_t)getpid() };
+	*s.st = (struct swapd_stats){ .size_bytes = size, .pid = (int32_t)getpid(),
+				      .copies = (uint32_t)opt_num(o, OPT_REPLICAS) };
+	snprintf(s.st->memnodes, sizeof(s.st->memnodes), "%s", opt_str(o, OPT_MEMNODE));
 	if ((err = client_connect(o, &c)))
 		goto close_ready;
-	if ((err = blockmap_create(c, size / BLOCKMAP_BLOCK, &s.map)))
+	if ((err = blockmap_create(c, size / BLOCKMAP_BLOCK, (unsigned)opt_num(o, OPT_REPLICAS), &s.map)))
 		goto disconnect;
-	off_the_reclaim_path();
+	noreclaim_enter("swap daemon");
 	if ((err = fusedev_mount(path, size, &ops, &s, &d)))
 		goto destroy_map;
 	if (write(ready, "r", 1) != 1)

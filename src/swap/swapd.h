@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "options.h"
 #include "stats.h"
 
 struct options;
@@ -14,6 +15,7 @@ struct options;
 /* The counters a daemon keeps in /dev/shm/comex-swap.NAME for comex swap status. */
 struct swapd_stats {
 	uint64_t size_bytes, stored_blocks;
+	uint64_t degraded_blocks;                  /* stored with fewer than copies copies */
 	uint64_t reads, writes, discards;          /* requests */
 	uint64_t bytes_read, bytes_written;
 	uint64_t read_ns, write_ns;                /* time in them, summed */
@@ -21,6 +23,8 @@ struct swapd_stats {
 	uint64_t hist_read_ns[STATS_HIST_BUCKETS];  /* per request, log2 buckets as stats.h's */
 	uint64_t hist_write_ns[STATS_HIST_BUCKETS];
 	int32_t pid;
+	uint32_t copies;                           /* option replicas */
+	char memnodes[OPT_STR_MAX];                /* option memnode, as given */
 };
 
 /* Runs the daemon for the FUSE file path (an existing regular file); ready

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# e2e_swap_replicas: comex swap up --replicas 2 over two memnodes (no --single-copy needed); prog_gate_static fills 96 MiB in a memory cgroup at 24 MiB, most of it swapped out with a copy on each memnode; one memnode is SIGKILLed; the program then reads every page back and rewrites it, and prints what it prints without a limit; the daemon says it writes one copy after the loss; the ended program's discarded slots free their blocks; down still works.
+. "${COMEX_SRC:?}/tests/progs/lib.sh"
+. "$src/tests/progs/memnodes.sh"
+. "$src/tests/progs/memcg.sh"
+. "$src/tests/progs/swapdev.sh"
+echo "e2e_swap_replicas: comex swap up --replicas 2 (192 MiB) on two memnodes; prog_gate_static 96 MiB at 24 MiB; one memnode SIGKILLed while its pages are swapped out"
+static=$progs/prog_gate_static
+[ -x "$static" ] || { echo "FAIL: $static is not built"; exit 1; }
+swap_memcg swaprep
+
+mn_start a --pool 256M || finish
+mn_start b --pool 256M || finish
+# op-timeout: how long a read waits for the killed memnode before it fails over
+swap_up --size 192M --replicas 2 --memnode "127.0.0.1:$port_a,127.0.0.1:$port_b" --token-file "$dir/token" \
+  --op-timeout 3s || finish
+[ "$(counter copies)" -eq 2 ] || fail copies "status says $(counter copies) copies"
+
+native gate "$static" 96 / || fail gate "native run failed"
+echo 24M >"$cg/$limit_file"
+rm -f "$dir/gate.open"
+in_memcg timeout -k 10 "$hang_guard" "$static" 96 "$dir/gate.open" idle >"$dir/gate.swap" 2>"$dir/gate.swap-err" &
+prog=$!; pids+=("$prog")
+for _ in $(seq 1 600); do grep -q filled "$dir/gate.swap" && break; kill -0 $prog 2>/dev/null || break; sleep 0.1; done
+grep -q filled "$dir/gate.swap" || { fail gate "did not fill: $(tail -n 2 "$dir/gate.swap-err")"; finish; }
+stored=$(counter stored_blocks)
+[ "$stored" -gt $(( 48 << 8 )) ] || fail gate "only $stored blocks are on the device after the fill"
+echo "ok: filled: $(( stored >> 8 )) MiB swapped out, two copies each"
+
+kill -KILL "$pid_b"; wait "$pid_b" 2>/dev/null
+touch "$dir/gate.open"
+rc=0; wait $prog || rc=$?
+# the program's final fill goes out after the loss: with one copy, counted
+degraded=$(counter degraded_blocks)
+if [ $rc -ne 0 ]; then
+  fail gate "exit $rc after memnode b was killed: $(tail -n 2 "$dir/gate.swap-err")"
+elif ! cmp -s "$dir/gate.native" "$dir/gate.swap"; then
+  fail gate "output differs from the run without a limit: $(diff "$dir/gate.native" "$dir/gate.swap" | head -n 4)"
+else
+  echo "ok: gate: memnode b killed, every page read back, same output ($degraded blocks written with one copy since)"
+fi
+grep -q "only 1 memnode in use for 2 copies" "$swapdir"/*.log || fail warn "the daemon did not say it writes one copy"
+# the program is gone: the kernel discards its slots (swapon --discard, a
+# work item soon after), which frees their blocks. Slots whose page is
+# still in the swap cache stay until reclaim drops it, and the swap header
+# mkswap wrote stays: most, not all, must go
+for _ in $(seq 1 100); do [ "$(counter stored_blocks)" -lt $(( stored / 8 )) ] && break; sleep 0.1; done
+left=$(counter stored_blocks)
+if [ "$left" -lt $(( stored / 8 )) ]; then
+  echo "ok: discard: $left blocks stored after the program ended (of $stored at the fill)"
+else
+  fail discard "$left blocks still stored 10 s after the program ended (of $stored at the fill)"
+fi
+swap_down && echo "ok: down with one memnode lost"
+finish
