@@ -77,7 +77,7 @@ static void through_loop(const char *path)
 
 static void *serve(void *arg)
 {
-	return (void *)(intptr_t)fusedev_serve(arg, 2);
+	return (void *)(intptr_t)fusedev_serve(arg, 2, 100000); /* one polling worker: its path is served too */
 }
 
 int main(void)

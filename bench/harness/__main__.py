@@ -37,7 +37,7 @@ from .workloads import ALL_WORKLOADS  # noqa: E402
 # Target footprints (MiB) of the full run, sized so that the whole `all`
 # fits in about 50 minutes on a 2-core VM (docs/BENCH.md); --size overrides.
 FULL_SIZES = {"python": 96, "numpy": 128, "sqlite": 96, "sort": 128, "mt": 128, "redis": 96, "seq": 128,
-              "rand": 128}
+              "rand": 128, "go": 128}
 QUICK_SIZES = {w: 24 for w in ALL_WORKLOADS}
 QUICK_SIZES.update(python=32, numpy=48, redis=32)
 

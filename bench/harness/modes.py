@@ -11,6 +11,12 @@ pages that do not fit go:
                grows with the program (embedded-pool auto)
   comex-net10  comex run, each memnode in its own network namespace behind a
   comex-net25  veth pair shaped by tbf to 10 / 25 Gbit/s
+  comex-swap   Linux swap on `comex swap` (its embedded memnode, same host):
+               the kernel pages out to a FUSE file behind a loop device whose
+               blocks live on the memnode; the program runs unmodified
+  comex-swap+zswap  the same with zswap (lz4) in front: the compressed local
+               tier, pages written back to comex swap when its pool fills
+               (or the shrinker finds them cold)
   comex-rttN   comex-net25 with a simulated round trip of N microseconds
                added to every reply (option sim-rtt: a simulation; RDMA is
                about 3 us, TCP over 25 GbE 15-30 us); comex-rttN-nK: K
@@ -31,9 +37,10 @@ import shutil
 import subprocess
 
 from . import sysenv
-from .sysenv import Cgroup, Memnode, NetNs, Refused, SwapFile, Zram, log
+from .sysenv import Cgroup, ComexSwap, Memnode, NetNs, Refused, SwapFile, Zram, Zswap, log
 
-ALL_MODES = ["local", "swap-disk", "zram", "comex", "comex-shm", "comex-net10", "comex-net25"]
+ALL_MODES = ["local", "swap-disk", "zram", "comex", "comex-shm", "comex-net10", "comex-net25", "comex-swap",
+             "comex-swap+zswap"]
 # not run unless named (they are simulations): comex-rttN[-nK], any N and K
 MIB = 1 << 20
 # Busy-polling off everywhere the harness starts comex: the memnodes'
@@ -233,6 +240,47 @@ class ZramMode(SwapMode):
         return d
 
 
+class ComexSwapMode(SwapMode):
+    swap_kind = "comex-swap"
+
+    def __init__(self, name, build, zswap=False):
+        super().__init__(name, build)
+        self.zswap = Zswap() if zswap else None
+
+    def make_device(self, size):
+        return ComexSwap(self.comex_bin, size)
+
+    def precondition(self, pool_bytes, swap_bytes):
+        r = super().precondition(pool_bytes, swap_bytes)
+        if r or not self.zswap:
+            return r
+        return self.zswap.precondition()
+
+    def setup(self, workdir, pool_bytes, swap_bytes):
+        self.device.swapdir = os.path.join(workdir, "comex-swap")
+        super().setup(workdir, pool_bytes, swap_bytes)
+        if self.zswap:
+            self.zswap.enable()
+
+    def teardown(self):
+        super().teardown()
+        if self.zswap:
+            self.zswap.restore()
+
+    def end(self, ctx):
+        # the device's own counters (requests, latency p50/p99) before it goes
+        if self.device and self.device.on:
+            ctx.info["swap_device"] = self.device.status()
+        super().end(ctx)
+
+    def describe(self):
+        d = {"name": self.name, "swap": "comex swap (FUSE file, loop device with direct I/O, embedded memnode)",
+             "size_mib": self.device.size >> 20 if self.device else None}
+        if self.zswap:
+            d["zswap"] = self.zswap.describe()
+        return d
+
+
 class ComexMode(Mode):
     comex = True
 
@@ -337,6 +385,8 @@ def make_mode(name, build, spin=False):
         return ZramMode(name, build)
     if name == "comex":
         return ComexMode(name, build, spin=spin)
+    if name in ("comex-swap", "comex-swap+zswap"):
+        return ComexSwapMode(name, build, zswap=name.endswith("+zswap"))
     if name == "comex-shm":
         return ComexMode(name, build, embedded=True, spin=spin)
     if name.startswith("comex-net"):

@@ -148,6 +148,8 @@ class Session:
         rec["limit_bytes"] = limit
         try:
             m = self.mode(mode_name)
+            if w.refused_by(m):
+                raise Refused(w.refused_by(m))
         except Refused as e:
             rec.update(ok=False, verified=False, refused=str(e))
             self.records.append(rec)

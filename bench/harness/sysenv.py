@@ -11,6 +11,7 @@ benchmarks' one library."""
 
 import datetime
 import glob
+import json
 import os
 import platform
 import re
@@ -577,6 +578,111 @@ class Zram(SwapDevice):
             os.unlink(self.mark)
         except FileNotFoundError:
             pass
+
+
+class ComexSwap(SwapDevice):
+    """`comex swap up` with its embedded memnode (the same host, as
+    comex-shm) for each run, `comex swap down` after it: a fresh daemon and
+    memnode per run, as the comex modes get fresh memnodes. up itself runs
+    mkswap and swapon (at PRIO)."""
+
+    def __init__(self, comex_bin, size, swapdir=None):
+        self.bin = comex_bin
+        self.size = size
+        self.swapdir = swapdir  # set before create()
+        self.dev = None
+        self.on = False
+        self.undo = None
+
+    def swap_path(self):
+        return self.dev
+
+    def precondition(self):
+        why = _swap_tools_missing("comex swap needs root")
+        if why:
+            return why
+        if not os.access("/dev/fuse", os.W_OK):
+            return "no /dev/fuse"
+        if not shutil.which("losetup"):
+            return "losetup is not installed"
+        if not os.access(self.bin, os.X_OK):
+            return "%s is not built" % self.bin
+        return None
+
+    def create(self):
+        os.makedirs(self.swapdir, exist_ok=True)
+
+    def enable(self):
+        p = sh(self.bin, "swap", "up", "--size", str(self.size), "--priority", str(self.PRIO),
+               "--swap-dir", self.swapdir)
+        self.dev = p.stdout.strip().splitlines()[-1]
+        self.on = True
+        self.undo = UNDO.push("comex swap %s" % self.dev, self.disable)
+
+    def status(self):
+        """comex swap status --json of this device, or {}."""
+        p = sh(self.bin, "swap", "status", "--json", "--swap-dir", self.swapdir, check=False)
+        try:
+            return next((d for d in json.loads(p.stdout) if d.get("device") == self.dev), {})
+        except ValueError:
+            return {}
+
+    def disable(self):
+        if self.on:
+            sh(self.bin, "swap", "down", "--swap-dir", self.swapdir, self.dev)
+            self.on = False
+            if self.undo is not None:
+                UNDO.pop_run(self.undo)
+                self.undo = None
+
+    def destroy(self):
+        self.disable()
+
+
+class Zswap:
+    """zswap (built into the kernel) in front of every swap device, lz4, for
+    one experiment (lz4 where the crypto API has it); the parameters it
+    found are put back after. Its counters
+    are /proc/vmstat's zswpout, zswpin and zswpwb (written back to the
+    device), which every record's vmstat_delta holds."""
+    PARAMS = "/sys/module/zswap/parameters"
+    WANT = {"compressor": "lz4", "max_pool_percent": "20", "shrinker_enabled": "Y", "enabled": "Y"}
+
+    def __init__(self):
+        self.saved = {}
+
+    def precondition(self):
+        if not os.path.isdir(self.PARAMS):
+            return "the kernel has no zswap (CONFIG_ZSWAP)"
+        if not os.access(os.path.join(self.PARAMS, "enabled"), os.W_OK):
+            return "zswap's parameters need root"
+        return None
+
+    @staticmethod
+    def compressor():
+        """lz4 where the kernel's crypto API has it, else lzo-rle (zram
+        has its own lz4; this kernel's crypto API does not)."""
+        names = re.findall(r"^name\s*:\s*(\S+)", read("/proc/crypto", "") or "", re.M)
+        return "lz4" if "lz4" in names else "lzo-rle"
+
+    def enable(self):
+        UNDO.push("zswap parameters", self.restore)
+        want = dict(self.WANT, compressor=self.compressor())
+        for k, v in want.items():
+            path = os.path.join(self.PARAMS, k)
+            if os.path.exists(path):
+                self.saved[k] = read(path)
+                write(path, v)
+        log("zswap: %s" % ", ".join("%s=%s" % (k, read(os.path.join(self.PARAMS, k))) for k in self.saved))
+
+    def describe(self):
+        return {k: read(os.path.join(self.PARAMS, k)) for k in self.WANT if os.path.exists(os.path.join(self.PARAMS, k))}
+
+    def restore(self):
+        # enabled last off, first on: the order WANT lists them, reversed
+        for k in reversed(list(self.saved)):
+            write(os.path.join(self.PARAMS, k), self.saved[k])
+        self.saved = {}
 
 
 # ---------------------------------------------------------------- network namespaces

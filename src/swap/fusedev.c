@@ -12,6 +12,7 @@
 #include <linux/falloc.h>
 #include <linux/fuse.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +21,11 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/ioctl.h>
+#include <poll.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 
 /* The kernel refuses a read of /dev/fuse into less than a whole request:
@@ -41,16 +45,20 @@ struct fusedev {
 
 struct worker {
 	struct fusedev *d;
+	int fd;                 /* d->fd, or a clone of it (non-blocking) that this worker polls */
+	uint64_t spin_ns;       /* how long it polls after a request; 0: it sleeps in read */
 	pthread_t tid;
 	uint8_t *req;           /* REQ_BUF */
 	uint8_t *reply;         /* FUSEDEV_MAX_IO */
 };
 
-static int reply(struct fusedev *d, uint64_t unique, int error, const void *arg, size_t len)
+/* The answer goes on the descriptor the request was read from: each one
+ * has its own list of requests being processed. */
+static int reply(struct worker *wk, uint64_t unique, int error, const void *arg, size_t len)
 {
 	struct fuse_out_header h = { .len = (uint32_t)(sizeof(h) + len), .error = error, .unique = unique };
 	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)arg, len } };
-	ssize_t w = writev(d->fd, iov, len ? 2 : 1);
+	ssize_t w = writev(wk->fd, iov, len ? 2 : 1);
 
 	/* ENOENT: the request was interrupted and is gone; not our failure */
 	if (w < 0 && errno != ENOENT) {
@@ -66,7 +74,7 @@ static void fill_attr(const struct fusedev *d, struct fuse_attr *a)
 				 .nlink = 1, .blksize = 4096 };
 }
 
-static int do_init(struct fusedev *d, uint64_t unique, const struct fuse_init_in *in)
+static int do_init(struct worker *w, uint64_t unique, const struct fuse_init_in *in)
 {
 	struct fuse_init_out out = {
 		.major = FUSE_KERNEL_VERSION,
@@ -78,10 +86,10 @@ static int do_init(struct fusedev *d, uint64_t unique, const struct fuse_init_in
 
 	if (in->major != FUSE_KERNEL_VERSION) {
 		log_error("the kernel speaks FUSE %u.%u; this build speaks %u.x", in->major, in->minor, FUSE_KERNEL_VERSION);
-		reply(d, unique, -EPROTO, NULL, 0);
+		reply(w, unique, -EPROTO, NULL, 0);
 		return -EPROTO;
 	}
-	return reply(d, unique, 0, &out, sizeof(out));
+	return reply(w, unique, 0, &out, sizeof(out));
 }
 
 static int do_read(struct worker *w, uint64_t unique, const struct fuse_read_in *in)
@@ -91,48 +99,51 @@ static int do_read(struct worker *w, uint64_t unique, const struct fuse_read_in 
 	int err;
 
 	if (in->offset >= d->size)
-		return reply(d, unique, 0, NULL, 0);
+		return reply(w, unique, 0, NULL, 0);
 	if (len > d->size - in->offset)
 		len = (uint32_t)(d->size - in->offset);
 	if (len > FUSEDEV_MAX_IO)
 		len = FUSEDEV_MAX_IO;
 	err = d->ops->read(d->ctx, in->offset, len, w->reply);
-	return err ? reply(d, unique, err, NULL, 0) : reply(d, unique, 0, w->reply, len);
+	return err ? reply(w, unique, err, NULL, 0) : reply(w, unique, 0, w->reply, len);
 }
 
-static int do_write(struct fusedev *d, uint64_t unique, const struct fuse_write_in *in, const void *data,
+static int do_write(struct worker *w, uint64_t unique, const struct fuse_write_in *in, const void *data,
 		    size_t have)
 {
+	struct fusedev *d = w->d;
 	struct fuse_write_out out = { .size = in->size };
 	int err;
 
 	if (in->size > have)
-		return reply(d, unique, -EINVAL, NULL, 0);
+		return reply(w, unique, -EINVAL, NULL, 0);
 	if (in->offset > d->size || in->size > d->size - in->offset)
-		return reply(d, unique, -ENOSPC, NULL, 0); /* the file never grows */
+		return reply(w, unique, -ENOSPC, NULL, 0); /* the file never grows */
 	err = d->ops->write(d->ctx, in->offset, in->size, data);
-	return err ? reply(d, unique, err, NULL, 0) : reply(d, unique, 0, &out, sizeof(out));
+	return err ? reply(w, unique, err, NULL, 0) : reply(w, unique, 0, &out, sizeof(out));
 }
 
 /* A discard from the loop device is a hole punched (keep-size); a zeroed
  * range reads as zero afterwards just the same. Anything else (growing the
  * file) is refused. */
-static int do_fallocate(struct fusedev *d, uint64_t unique, const struct fuse_fallocate_in *in)
+static int do_fallocate(struct worker *w, uint64_t unique, const struct fuse_fallocate_in *in)
 {
+	struct fusedev *d = w->d;
 	int mode = (int)in->mode;
 
 	if (!(mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) || !(mode & FALLOC_FL_KEEP_SIZE) ||
 	    in->offset > d->size || in->length > d->size - in->offset)
-		return reply(d, unique, -EOPNOTSUPP, NULL, 0);
-	return reply(d, unique, d->ops->discard(d->ctx, in->offset, in->length), NULL, 0);
+		return reply(w, unique, -EOPNOTSUPP, NULL, 0);
+	return reply(w, unique, d->ops->discard(d->ctx, in->offset, in->length), NULL, 0);
 }
 
-static int do_attr(struct fusedev *d, uint64_t unique)
+static int do_attr(struct worker *w, uint64_t unique)
 {
+	struct fusedev *d = w->d;
 	struct fuse_attr_out out = { .attr_valid = ATTR_VALID_S };
 
 	fill_attr(d, &out.attr);
-	return reply(d, unique, 0, &out, sizeof(out));
+	return reply(w, unique, 0, &out, sizeof(out));
 }
 
 /* One request; 0, or -errno when the device itself failed. */
@@ -145,47 +156,62 @@ static int dispatch(struct worker *w, size_t n)
 
 	switch (h->opcode) {
 	case FUSE_INIT:
-		return do_init(d, h->unique, arg);
+		return do_init(w, h->unique, arg);
 	case FUSE_GETATTR:
 	case FUSE_SETATTR: /* nothing to set: a one-file device of a fixed size */
-		return do_attr(d, h->unique);
+		return do_attr(w, h->unique);
 	case FUSE_OPEN: {
 		struct fuse_open_out out = { .open_flags = FOPEN_DIRECT_IO };
 
-		return reply(d, h->unique, 0, &out, sizeof(out));
+		return reply(w, h->unique, 0, &out, sizeof(out));
 	}
 	case FUSE_READ:
 		return do_read(w, h->unique, arg);
 	case FUSE_WRITE:
-		return do_write(d, h->unique, arg, (const uint8_t *)arg + sizeof(struct fuse_write_in),
+		return do_write(w, h->unique, arg, (const uint8_t *)arg + sizeof(struct fuse_write_in),
 				have - sizeof(struct fuse_write_in));
 	case FUSE_FALLOCATE:
-		return do_fallocate(d, h->unique, arg);
+		return do_fallocate(w, h->unique, arg);
 	case FUSE_STATFS: {
 		struct fuse_statfs_out out = { .st = { .blocks = d->size / 4096, .bsize = 4096, .frsize = 4096,
 						       .namelen = 255, .files = 1 } };
 
-		return reply(d, h->unique, 0, &out, sizeof(out));
+		return reply(w, h->unique, 0, &out, sizeof(out));
 	}
 	case FUSE_FLUSH:
 	case FUSE_FSYNC:
 	case FUSE_RELEASE:
 	case FUSE_DESTROY:
-		return reply(d, h->unique, 0, NULL, 0); /* writes are in memnode memory when answered */
+		return reply(w, h->unique, 0, NULL, 0); /* writes are in memnode memory when answered */
 	case FUSE_FORGET:
 	case FUSE_BATCH_FORGET:
 	case FUSE_INTERRUPT:
 		return 0; /* no reply: nothing of ours is interruptible */
 	default:
-		return reply(d, h->unique, -ENOSYS, NULL, 0);
+		return reply(w, h->unique, -ENOSYS, NULL, 0);
 	}
 }
 
-/* Reads one request; 0 with *n set, -ENODEV once unmounted, -errno. */
+/* Reads one request; 0 with *n set, -ENODEV once unmounted, -errno. A
+ * worker with a spin budget polls its own non-blocking descriptor that
+ * long after its last request before it sleeps in poll(2). */
 static int next_request(struct worker *w, size_t *n)
 {
+	uint64_t until = w->spin_ns ? now_ns() + w->spin_ns : 0;
+
 	for (;;) {
-		ssize_t r = read(w->d->fd, w->req, REQ_BUF);
+		ssize_t r = read(w->fd, w->req, REQ_BUF);
+
+		if (r < 0 && errno == EAGAIN && w->spin_ns) {
+			if (now_ns() < until) {
+				sched_yield(); /* a thread it just woke on this CPU runs first */
+				continue;
+			}
+			struct pollfd p = { .fd = w->fd, .events = POLLIN };
+			poll(&p, 1, -1);
+			until = now_ns() + w->spin_ns;
+			continue;
+		}
 
 		if (r >= (ssize_t)sizeof(struct fuse_in_header)) {
 			*n = (size_t)r;
@@ -222,17 +248,37 @@ static int worker_init(struct worker *w, struct fusedev *d)
 		log_error("cannot map %u bytes of FUSE buffers: %m", REQ_BUF + FUSEDEV_MAX_IO);
 		return -errno;
 	}
-	*w = (struct worker){ .d = d, .req = b, .reply = (uint8_t *)b + REQ_BUF };
+	*w = (struct worker){ .d = d, .fd = d->fd, .req = b, .reply = (uint8_t *)b + REQ_BUF };
 	return 0;
 }
 
 static void worker_fini(struct worker *w)
 {
+	if (w->fd >= 0 && w->fd != w->d->fd)
+		close(w->fd);
 	if (w->req)
 		munmap(w->req, REQ_BUF + FUSEDEV_MAX_IO);
 }
 
-int fusedev_serve(struct fusedev *d, unsigned threads)
+/* A descriptor of the same connection for w alone, non-blocking, so that
+ * w can poll it while the other workers sleep in read. */
+static int worker_clone(struct worker *w, uint64_t spin_ns)
+{
+	uint32_t master = (uint32_t)w->d->fd;
+	int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0 || ioctl(fd, FUSE_DEV_IOC_CLONE, &master)) {
+		log_error("cannot clone the FUSE descriptor for a polling worker: %m");
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	w->fd = fd;
+	w->spin_ns = spin_ns;
+	return 0;
+}
+
+int fusedev_serve(struct fusedev *d, unsigned threads, uint64_t spin_ns)
 {
 	struct worker w[MAX_THREADS] = { 0 };
 	unsigned started = 1;
@@ -244,6 +290,8 @@ int fusedev_serve(struct fusedev *d, unsigned threads)
 		threads = MAX_THREADS;
 	for (unsigned i = 0; i < threads && !err; i++)
 		err = worker_init(&w[i], d);
+	if (!err && spin_ns)
+		err = worker_clone(&w[0], spin_ns);
 	for (; started < threads && !err; started++)
 		err = -pthread_create(&w[started].tid, NULL, serve, &w[started]);
 	if (err)

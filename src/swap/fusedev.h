@@ -23,8 +23,10 @@ struct fusedev;
  * only) and answers the kernel's INIT. -errno (logged) on failure. */
 int fusedev_mount(const char *path, uint64_t size, const struct fusedev_ops *ops, void *ctx, struct fusedev **out);
 /* Serves requests on threads threads (the caller's among them) until the
- * file is unmounted; 0, or -errno when the device failed. */
-int fusedev_serve(struct fusedev *d, unsigned threads);
+ * file is unmounted; 0, or -errno when the device failed. With spin_ns,
+ * the caller's thread polls for spin_ns after each request before it
+ * sleeps (a sleeping server is woken at the cost of a wake-up). */
+int fusedev_serve(struct fusedev *d, unsigned threads, uint64_t spin_ns);
 /* Unmounts lazily: the file goes once nothing holds it open (the loop
  * device), and then fusedev_serve returns. */
 void fusedev_unmount(struct fusedev *d);

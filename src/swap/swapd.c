@@ -165,7 +165,7 @@ int swapd_main(const struct options *o, const char *name, const char *path, int 
 		log_warn("cannot tell comex swap up that the device serves: %m");
 	close(ready);
 	ready = -1;
-	err = fusedev_serve(d, SERVE_THREADS);
+	err = fusedev_serve(d, SERVE_THREADS, opt_num(o, OPT_SWAP_SPIN));
 	fusedev_free(d);
 destroy_map:
 	blockmap_destroy(s.map);
