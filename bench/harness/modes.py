@@ -49,8 +49,7 @@ MIB = 1 << 20
 # client-spin (flags of comex run). docs/BENCH.md, B8.
 MEMNODE_NO_SPIN = {"COMEX_IDLE_SPIN": "0"}
 RUN_NO_SPIN = ["--handler-spin", "0", "--client-spin", "0"]
-# the shell that joins a cgroup, then execs the program: argv = ENTER + [procs file] + program
-ENTER = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"']
+ENTER = sysenv.ENTER_CGROUP
 
 
 class RunCtx:

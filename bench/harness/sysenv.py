@@ -283,6 +283,10 @@ def _own_cgroup(v):
 UNLIMITED = None
 
 
+# the shell that joins a cgroup, then execs the program: argv = ENTER_CGROUP + [procs file] + program
+ENTER_CGROUP = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"']
+
+
 class Cgroup:
     """A memory cgroup for one run. limit None = no limit. swap False keeps
     the kernel from swapping the group's memory (v1: swappiness 0 and the
@@ -593,6 +597,7 @@ class ComexSwap(SwapDevice):
         self.dev = None
         self.on = False
         self.undo = None
+        self.extra = []  # further options of comex swap up
 
     def swap_path(self):
         return self.dev
@@ -614,14 +619,14 @@ class ComexSwap(SwapDevice):
 
     def enable(self):
         p = sh(self.bin, "swap", "up", "--size", str(self.size), "--priority", str(self.PRIO),
-               "--swap-dir", self.swapdir)
+               "--swap-dir", self.swapdir, *self.extra)
         self.dev = p.stdout.strip().splitlines()[-1]
         self.on = True
         self.undo = UNDO.push("comex swap %s" % self.dev, self.disable)
 
     def status(self):
         """comex swap status --json of this device, or {}."""
-        p = sh(self.bin, "swap", "status", "--json", "--swap-dir", self.swapdir, check=False)
+        p = sh(self.bin, "swap", "status", "--swap-dir", self.swapdir, "--json", check=False)
         try:
             return next((d for d in json.loads(p.stdout) if d.get("device") == self.dev), {})
         except ValueError:

@@ -98,6 +98,30 @@ static void free_name(const struct options *o, char *name, size_t cap)
 	}
 }
 
+/* Option name, checked and not in use, or the first free number. */
+static int pick_name(const struct options *o, char *name, size_t cap)
+{
+	const char *want = opt_str(o, OPT_SWAP_NAME);
+	char path[512];
+
+	if (!*want) {
+		free_name(o, name, cap);
+		return 0;
+	}
+	if (strlen(want) >= cap || strspn(want, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") !=
+	    strlen(want)) {
+		log_error("option name: '%s' is not a device name (up to %zu letters, digits, - and _)", want, cap - 1);
+		return -EINVAL;
+	}
+	file_of(o, want, "pid", path, sizeof(path));
+	if (!access(path, F_OK)) {
+		log_error("option name: a comex swap device called '%s' is up already (%s)", want, path);
+		return -EEXIST;
+	}
+	memcpy(name, want, strlen(want) + 1);
+	return 0;
+}
+
 static bool embedded_wanted(const struct options *o);
 
 static unsigned memnodes_given(const struct options *o)
@@ -252,7 +276,8 @@ int swap_up(const struct options *o)
 		log_error("cannot create swap-dir %s: %m", opt_str(o, OPT_SWAP_DIR));
 		return 1;
 	}
-	free_name(o, name, sizeof(name));
+	if (pick_name(o, name, sizeof(name)))
+		return 2;
 	file_of(o, name, "dev", dev, sizeof(dev));
 	file_of(o, name, "pid", pidp, sizeof(pidp));
 	file_of(o, name, "loop", loopp, sizeof(loopp));
@@ -273,7 +298,8 @@ int swap_up(const struct options *o)
 		 name, loop, (unsigned long long)opt_num(o, OPT_SWAP_PRIORITY), loop);
 	if (write_file(loopp, loop) || run_cmd(cmd, NULL, 0))
 		goto detach;
-	log_info("swap device %s: %llu MiB on memnodes, served by pid %d (comex swap down %s)", loop,
+	log_info("swap device %s: %llu MiB on memnodes (a FUSE file behind the loop device), served by pid %d (comex swap "
+		 "down %s)", loop,
 		 (unsigned long long)(opt_num(o, OPT_SWAP_SIZE) >> 20), (int)pid, loop);
 	printf("%s\n", loop);
 	return 0;
@@ -314,6 +340,22 @@ static int find_name(const struct options *o, const char *device, char *name, si
 	return err;
 }
 
+/* Whether the kernel swaps to dev now (/proc/swaps); an operator may have
+ * swapped it off by hand before down. */
+static bool swap_active(const char *dev)
+{
+	char line[512];
+	size_t n = strlen(dev);
+	FILE *f = fopen("/proc/swaps", "re");
+	bool on = false;
+
+	while (f && !on && fgets(line, sizeof(line), f))
+		on = !strncmp(line, dev, n) && (line[n] == ' ' || line[n] == '\t');
+	if (f)
+		fclose(f);
+	return on || !f;
+}
+
 int swap_down(const struct options *o, const char *device)
 {
 	char name[64], dev[512], pidp[512], loopp[512], logp[512], loop[64], cmd[640], num[32];
@@ -331,7 +373,7 @@ int swap_down(const struct options *o, const char *device)
 		return 1;
 	pid = (pid_t)atoi(num);
 	snprintf(cmd, sizeof(cmd), "swapoff '%s'", loop);
-	if (run_cmd(cmd, NULL, 0)) {
+	if (swap_active(loop) && run_cmd(cmd, NULL, 0)) {
 		log_error("%s stays in use: swapoff must bring every page on it back into RAM first", loop);
 		return 1;
 	}

@@ -5,9 +5,13 @@
  * memnode none of its other copies is on, in runs of consecutive frames,
  * one client write each; the frames the blocks had before are released
  * (the client sends them in batches) only once every new copy is in. A read
- * takes copy 0 and fails over, run by run, to the next copy. One lock: the
- * kernel's swap I/O is already batched into requests of up to 1 MiB, and
- * the client serialises transfers. */
+ * takes copy 0 and fails over, run by run, to the next copy. The map's lock
+ * covers the tables and counts only, never a transfer: a write fills its
+ * new frames unlocked and installs them under the lock; a read copies its
+ * entries under the lock and reads unlocked (straight from the embedded
+ * memnode's pool where it is mapped), so a swap-in never waits behind a
+ * 1 MiB swap-out. The kernel never reads a block while it writes or
+ * discards it (the page is in its swap cache meanwhile). */
 #include "blockmap.h"
 
 #include <errno.h>
@@ -34,10 +38,12 @@ struct blockmap {
 	pthread_mutex_t lock;
 	uint64_t nblocks, stored, degraded;
 	unsigned copies;
-	bool warned;                            /* about writing fewer copies */
+	bool warned;                            /* about writing fewer copies (atomic) */
 	uint64_t *e[BLOCKMAP_MAX_COPIES];       /* nblocks entries each */
-	uint64_t stage[BLOCKMAP_MAX_COPIES][CHUNK]; /* a write's new entries, under lock */
 };
+
+/* A write's new entries, or a read's copy of its entries: per call. */
+typedef uint64_t stage_t[BLOCKMAP_MAX_COPIES][CHUNK];
 
 static uint64_t entry(unsigned node, uint32_t pfn) { return STORED | (uint64_t)node << NODE_SHIFT | pfn; }
 static unsigned e_node(uint64_t e) { return (unsigned)(e >> NODE_SHIFT & NODE_MASK); }
@@ -151,28 +157,28 @@ static bool in_range(const struct blockmap *m, uint64_t block, uint64_t count)
 
 /* The memnodes copies 0..k-1 of staged block i are on, and how many staged
  * blocks from i on have their copies on those same memnodes. */
-static uint64_t placed(struct blockmap *m, unsigned k, uint32_t i, uint32_t count, uint32_t *same_out)
+static uint64_t placed(stage_t st, unsigned k, uint32_t i, uint32_t count, uint32_t *same_out)
 {
 	uint64_t avoid = 0;
 	uint32_t n = 1;
 
 	for (unsigned j = 0; j < k; j++)
-		avoid |= 1ull << e_node(m->stage[j][i]);
+		avoid |= 1ull << e_node(st[j][i]);
 	for (bool same = true; same && i + n < count; n += same)
 		for (unsigned j = 0; j < k && same; j++)
-			same = e_node(m->stage[j][i + n]) == e_node(m->stage[j][i]);
+			same = e_node(st[j][i + n]) == e_node(st[j][i]);
 	*same_out = n;
 	return avoid;
 }
 
 /* Copy k of count staged blocks from src, each on a memnode its copies
  * 0..k-1 are not on. */
-static int stage_copy(struct blockmap *m, unsigned k, uint32_t count, const uint8_t *src)
+static int stage_copy(struct blockmap *m, stage_t st, unsigned k, uint32_t count, const uint8_t *src)
 {
 	for (uint32_t i = 0, got; i < count; i += got) {
 		uint32_t want, pfn;
 		unsigned node;
-		uint64_t avoid = placed(m, k, i, count, &want);
+		uint64_t avoid = placed(st, k, i, count, &want);
 		int err = take_frames(m, avoid, want, &node, &pfn, &got);
 
 		if (!err && (err = client_write(m->c, node, pfn, got, src + (size_t)i * BLOCKMAP_BLOCK)))
@@ -180,7 +186,7 @@ static int stage_copy(struct blockmap *m, unsigned k, uint32_t count, const uint
 		if (err)
 			return err;
 		for (uint32_t t = 0; t < got; t++)
-			m->stage[k][i + t] = entry(node, pfn + t);
+			st[k][i + t] = entry(node, pfn + t);
 	}
 	return 0;
 }
@@ -189,7 +195,7 @@ static int stage_copy(struct blockmap *m, unsigned k, uint32_t count, const uint
  * there are memnodes in use, when memnodes were lost. */
 static unsigned copies_now(struct blockmap *m)
 {
-	static struct client_health h; /* under m->lock */
+	struct client_health h;
 	unsigned n = client_nodes(m->c), live = 0;
 
 	if (m->copies == 1)
@@ -199,36 +205,37 @@ static unsigned copies_now(struct blockmap *m)
 		live += !(h.out >> i & 1);
 	if (live >= m->copies)
 		return m->copies;
-	if (!m->warned)
+	if (!__atomic_exchange_n(&m->warned, true, __ATOMIC_RELAXED))
 		log_warn("only %u memnode%s in use for %u copies: pages swapped out now get %u cop%s until memnodes come "
 			 "back", live, live == 1 ? "" : "s", m->copies, live ? live : 1, live > 1 ? "ies" : "y");
-	m->warned = true;
 	return live ? live : 1;
 }
 
-/* count <= CHUNK blocks from block on: every copy staged, then the old frames go. */
+/* count <= CHUNK blocks from block on: every copy staged (unlocked), then
+ * installed and the old frames released (under the lock). */
 static int write_chunk(struct blockmap *m, uint64_t block, uint32_t count, const uint8_t *src)
 {
 	unsigned copies = copies_now(m), k;
+	stage_t st = { { 0 } }; /* entries not staged stay 0: not stored */
 	int err = 0;
 
 	for (k = 0; k < copies && !err; k++)
-		err = stage_copy(m, k, count, src);
-	if (err) { /* the copies staged so far, whole or in part, go back */
+		err = stage_copy(m, st, k, count, src);
+	if (err) { /* what was staged, whole copies and the part of copy k - 1 */
 		for (unsigned j = 0; j < k; j++)
 			for (uint32_t i = 0; i < count; i++)
-				release(m, m->stage[j][i]);
-		memset(m->stage, 0, sizeof(m->stage));
+				release(m, st[j][i]);
 		return err;
 	}
+	pthread_mutex_lock(&m->lock);
 	for (uint32_t i = 0; i < count; i++) {
 		forget(m, block + i);
 		for (k = 0; k < m->copies; k++)
-			m->e[k][block + i] = k < copies ? m->stage[k][i] : 0;
+			m->e[k][block + i] = k < copies ? st[k][i] : 0;
 		m->stored++;
 		m->degraded += copies < m->copies; /* its last copy's entry stays empty */
 	}
-	memset(m->stage, 0, sizeof(m->stage));
+	pthread_mutex_unlock(&m->lock);
 	return 0;
 }
 
@@ -239,64 +246,81 @@ int blockmap_write(struct blockmap *m, uint64_t block, uint32_t count, const voi
 
 	if (!in_range(m, block, count))
 		return -EINVAL;
-	pthread_mutex_lock(&m->lock);
 	for (uint32_t done = 0, n; done < count && !err; done += n) {
 		n = count - done < CHUNK ? count - done : CHUNK;
 		err = write_chunk(m, block + done, n, p + (size_t)done * BLOCKMAP_BLOCK);
 	}
-	pthread_mutex_unlock(&m->lock);
 	if (err)
 		log_error("writing %u blocks at block %llu failed: %s", count, (unsigned long long)block, strerror(-err));
 	return err;
 }
 
-/* Blocks from b on that one read of copy k fetches: the same memnode,
+/* Of count entries e, how many one read fetches: the same memnode,
  * consecutive frames. */
-static uint32_t run_at(const struct blockmap *m, unsigned k, uint64_t b, uint32_t left)
+static uint32_t run_at(const uint64_t *e, uint32_t left)
 {
 	uint32_t n = 1;
 
-	while (n < left && m->e[k][b + n] == m->e[k][b] + n)
+	while (n < left && e[n] == e[0] + n)
 		n++;
 	return n;
 }
 
-/* count blocks from block on into dst from copy k, each run that fails
- * from the next copy. */
-static int read_copy(struct blockmap *m, unsigned k, uint64_t block, uint32_t count, uint8_t *dst)
+/* n frames of one memnode into dst: from the mapped pool where there is
+ * one, else one client read. */
+static int fetch(struct blockmap *m, uint64_t e, uint32_t n, uint8_t *dst)
+{
+	const void *at = client_frames_at(m->c, e_node(e), e_pfn(e), n);
+
+	if (!at)
+		return client_read(m->c, e_node(e), e_pfn(e), n, dst);
+	memcpy(dst, at, (size_t)n * BLOCKMAP_BLOCK);
+	return 0;
+}
+
+/* count blocks (st's entries from i on) into dst from copy k, each run
+ * that fails from the next copy. */
+static int read_copy(struct blockmap *m, stage_t st, unsigned k, uint32_t i, uint32_t count, uint8_t *dst)
 {
 	int err = 0;
 
 	for (uint32_t done = 0, n; done < count && !err; done += n) {
-		uint64_t e = m->e[k][block + done];
+		uint64_t e = st[k][i + done];
 		uint8_t *at = dst + (size_t)done * BLOCKMAP_BLOCK;
 
 		n = 1;
-		if (!(m->e[0][block + done] & STORED)) {
+		if (!(st[0][i + done] & STORED)) {
 			memset(at, 0, BLOCKMAP_BLOCK); /* never written, or discarded */
 			continue;
 		}
 		if (!(e & STORED)) { /* written with fewer copies */
 			err = -EIO;
 		} else {
-			n = run_at(m, k, block + done, count - done);
-			err = client_read(m->c, e_node(e), e_pfn(e), n, at);
+			n = run_at(&st[k][i + done], count - done);
+			err = fetch(m, e, n, at);
 		}
 		if (err && k + 1 < m->copies)
-			err = read_copy(m, k + 1, block + done, n, at);
+			err = read_copy(m, st, k + 1, i + done, n, at);
 	}
 	return err;
 }
 
 int blockmap_read(struct blockmap *m, uint64_t block, uint32_t count, void *dst)
 {
-	int err;
+	uint8_t *p = dst;
+	stage_t st;
+	int err = 0;
 
 	if (!in_range(m, block, count))
 		return -EINVAL;
-	pthread_mutex_lock(&m->lock);
-	err = read_copy(m, 0, block, count, dst);
-	pthread_mutex_unlock(&m->lock);
+	for (uint32_t done = 0, n; done < count && !err; done += n) {
+		n = count - done < CHUNK ? count - done : CHUNK;
+		pthread_mutex_lock(&m->lock);
+		for (unsigned k = 0; k < m->copies; k++)
+			memcpy(st[k], m->e[k] + block + done, n * sizeof(uint64_t));
+		pthread_mutex_unlock(&m->lock);
+		err = read_copy(m, st, 0, 0, n, p + (size_t)done * BLOCKMAP_BLOCK);
+	}
 	if (err)
 		log_error("reading %u blocks at block %llu failed (every copy): %s", count, (unsigned long long)block,
 			  strerror(-err));
