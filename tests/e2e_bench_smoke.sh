@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_bench_smoke: the evaluation harness (bench/harness) runs a C and a Python program once in every mode (swap-disk, zram, comex, comex-shm, comex-net10, comex-net25) at a tiny size and each output matches the local run; no timing is asserted.
+# e2e_bench_smoke: the evaluation harness (bench/harness) runs a C and a Python program once in every mode (swap-disk, zram, comex, comex-shm, comex-net10, comex-net25, comex-swap, comex-swap+zswap) at a tiny size and each output matches the local run; no timing is asserted.
 set -u
 build=${COMEX_BUILD:?}; src=${COMEX_SRC:?}
 if grep -q "COMEX_SANITIZE:BOOL=ON" "$build/CMakeCache.txt" 2>/dev/null; then

@@ -53,7 +53,7 @@ def ints(s):
 def parse(argv):
     p = argparse.ArgumentParser(prog="python3 -m bench.harness", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("experiment", choices=["sweep", "faults", "sensitivity", "multitask", "tax", "busy", "replicas", "distance",
+    p.add_argument("experiment", choices=["sweep", "swap", "faults", "sensitivity", "multitask", "tax", "busy", "replicas", "distance",
                                           "all", "smoke", "demo", "report", "cleanup"])
     p.add_argument("--build", default="build", help="build directory with comex, libcomex-rt.so, progs/, pager_bench")
     p.add_argument("--size", type=int, help="footprint in MiB of every workload (default: per workload, see --help)")
@@ -82,6 +82,9 @@ def parse(argv):
     p.add_argument("--rep-workloads", type=csv, default=["rand"])
     p.add_argument("--rep-fraction", type=int, default=25)
     p.add_argument("--replica-counts", type=ints, default=[1, 2, 3])
+    p.add_argument("--swap-modes", type=csv, default=["swap-disk", "zram", "comex-shm", "comex-swap", "comex-swap+zswap"],
+                   help="swap: the modes beside local")
+    p.add_argument("--swap-fractions", type=ints, default=[50, 25])
     p.add_argument("--busy-modes", type=csv, default=["local", "comex-shm", "swap-disk", "zram"],
                    help="busy: modes run beside each neighbour (local is the reference)")
     p.add_argument("--neighbours", type=csv, default=list(sysenv.NEIGHBOURS),
@@ -120,7 +123,7 @@ def parse(argv):
     for nb in a.neighbours:
         if nb not in sysenv.NEIGHBOURS:
             p.error("unknown neighbour %s (known: %s)" % (nb, ", ".join(sysenv.NEIGHBOURS)))
-    for m in a.modes + a.mt_modes + a.busy_modes + a.distance_modes + [a.rep_mode]:
+    for m in a.modes + a.swap_modes + a.mt_modes + a.busy_modes + a.distance_modes + [a.rep_mode]:
         if not is_mode(m):
             p.error("unknown mode %s (known: %s)" % (m, ", ".join(ALL_MODES)))
     for x in a.params:

@@ -1,6 +1,7 @@
 """The experiments (each one command):
 
   sweep       every mode at 100/75/50/25/10 % of the footprint (seed 000 Fig. 13, seed 001 Figs 1/10)
+  swap        comex-swap and comex-swap+zswap at 50 and 25 % beside swap-disk, zram and comex-shm (issue 22)
   distance    the sweep with comex-rtt3/15/30 (simulated round trips) beside comex-shm, swap-disk, zram
   faults      comex's fault breakdown per workload at 50/25/10 % (seed 000 Fig. 14)
   sensitivity comex at 25 % with T, P and B varied one at a time (seed 000 Figs 10-12)
@@ -82,6 +83,14 @@ def sweep(sess):
     a = sess.args
     modes = [m for m in a.modes if m != "local"]
     _experiment(sess, a.workloads, lambda wls: [(w, m, f, {}) for w in wls for f in a.fractions for m in modes])
+
+
+def swap(sess):
+    """comex swap beside the kernel's other swaps and comex run: --swap-modes
+    at --swap-fractions (issue 22; docs/BENCH.md B13-B16)."""
+    a = sess.args
+    modes = [m for m in a.swap_modes if m != "local"]
+    _experiment(sess, a.workloads, lambda wls: [(w, m, f, {}) for w in wls for f in a.swap_fractions for m in modes])
 
 
 def distance(sess):
@@ -172,6 +181,6 @@ def demo(sess):
     _experiment(sess, a.workloads, lambda wls: [(w, m, 25, {}) for w in wls for m in a.modes if m != "local"])
 
 
-EXPERIMENTS = {"sweep": sweep, "faults": faults, "sensitivity": sensitivity, "multitask": multitask, "tax": tax,
+EXPERIMENTS = {"sweep": sweep, "swap": swap, "faults": faults, "sensitivity": sensitivity, "multitask": multitask, "tax": tax,
                "replicas": replicas, "distance": distance,
                "busy": busy, "smoke": smoke, "demo": demo}

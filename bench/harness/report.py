@@ -2,6 +2,8 @@
 file of each experiment in bench/results (files whose checked metadata differ
 from the newest one are listed, never merged)."""
 
+import glob
+import json
 import os
 import re
 import statistics
@@ -13,11 +15,13 @@ IMG = ROOT / "docs" / "img"
 DOC = ROOT / "docs" / "RESULTS.md"
 NOTES = ROOT / "bench" / "results" / "notes.md"
 MODE_ORDER = ["local", "swap-disk", "zram", "comex-shm", "comex", "comex-net10", "comex-net25",
-              "comex-rtt3", "comex-rtt15", "comex-rtt30", "comex-rtt15-n3"]
-COMEX_MODES = [m for m in MODE_ORDER if m.startswith("comex")]
+              "comex-rtt3", "comex-rtt15", "comex-rtt30", "comex-rtt15-n3", "comex-swap", "comex-swap+zswap"]
+SWAP_MODES = ["comex-swap", "comex-swap+zswap"]   # the kernel swapping to comex swap: not comex run
+COMEX_MODES = [m for m in MODE_ORDER if m.startswith("comex") and m not in SWAP_MODES]
 COLORS = {"local": "#444444", "swap-disk": "#d62728", "zram": "#ff7f0e", "comex": "#1f77b4",
           "comex-shm": "#17becf", "comex-net10": "#2ca02c", "comex-net25": "#9467bd",
-          "comex-rtt3": "#8c564b", "comex-rtt15": "#e377c2", "comex-rtt30": "#7f7f7f"}
+          "comex-rtt3": "#8c564b", "comex-rtt15": "#e377c2", "comex-rtt30": "#7f7f7f", "comex-swap": "#bcbd22",
+          "comex-swap+zswap": "#aec7e8"}
 # the fractions and the bound of the issue's targets (sec_targets)
 TARGET_FRACTIONS = [50, 25]
 TARGET_MEDIAN_FRACTION = 50
@@ -756,6 +760,93 @@ def sec_tax(doc, out, plt):
         out.append(save_figure(plt, fig, "tax"))
 
 
+def newest_bench(name):
+    """The newest bench/results/NAME-<stamp>.json, or None."""
+    files = sorted(glob.glob(str(ROOT / "bench/results" / ("%s-[0-9]*.json" % name))))
+    return (json.load(open(files[-1])), os.path.relpath(files[-1], ROOT)) if files else (None, None)
+
+
+def swap_targets(doc, w, f, out):
+    """The issue-22 targets of one workload and fraction, as words."""
+    t = {m: cost(doc, w, one(doc, workload=w, mode=m, fraction=f)) for m in ("swap-disk", "zram", "comex-swap",
+                                                                             "comex-swap+zswap")}
+    words = []
+    if t["swap-disk"] and t["comex-swap"]:
+        r = t["swap-disk"] / t["comex-swap"]
+        need = 1.5 if w == "rand" else 1.0
+        words.append("disk/comex-swap %.2fx (%s%s)" % (r, "met" if r > need else "MISSED",
+                                                      ", target 1.5x" if w == "rand" else ""))
+    if t["zram"] and t["comex-swap+zswap"]:
+        r = t["comex-swap+zswap"] / t["zram"]
+        words.append("+zswap/zram %.2fx" % r)
+    return "; ".join(words) or "—"
+
+
+def sec_swap(doc, out, plt):
+    out.append("## comex swap: the kernel's swap on memnodes (issue 22)\n")
+    out.append("`comex-swap` is Linux swap on `comex swap` with its embedded memnode (a FUSE file behind a loop "
+               "device, the same host, as `comex-shm`); `comex-swap+zswap` has zswap (%s) in front. Every mode at "
+               "the same cgroup limit; slowdown against the unlimited local run, median (min–max) of the runs; "
+               "targets: comex-swap faster than swap-disk on every workload and 1.5x on `rand`, comex-swap+zswap no "
+               "slower than zram where the data compresses. Result file `%s`.\n"
+               % (doc.get("modes", {}).get("comex-swap+zswap", {}).get("zswap", {}).get("compressor", "?"),
+                  doc["_path"]))
+    modes = [m for m in modes_of(doc) if m != "local"]
+    fracs = sorted({s["fraction"] for s in doc["summary"] if s["fraction"]}, reverse=True)
+    out.append("| workload | limit | " + " | ".join(modes) + " | targets |")
+    out.append("|---|---|" + "---|" * (len(modes) + 1))
+    for w in sorted({s["workload"] for s in doc["summary"]}):
+        for f in fracs:
+            row = [why_missing(doc, one(doc, workload=w, mode=m, fraction=f)) for m in modes]
+            out.append("| %s (%d MiB) | %d %% | %s | %s |" % (w, doc["references"][w]["footprint_bytes"] >> 20, f,
+                                                            " | ".join(row), swap_targets(doc, w, f, out)))
+    out.append("")
+    zr = [s for s in doc["summary"] if s["mode"] == "comex-swap+zswap" and s.get("vmstat_median")]
+    if zr:
+        out.append("With zswap in front, per run (medians): pages that reached comex swap (`pswpout`), and where "
+                   "the file has them, pages zswap took (`zswpout`), gave back (`zswpin`) and wrote back to comex "
+                   "swap (`zswpwb`); `n/a`: the file predates their recording:\n")
+        out.append("| workload | limit | pswpout | zswpout | zswpin | zswpwb |")
+        out.append("|---|---|---|---|---|---|")
+        for s in sorted(zr, key=lambda s: (s["workload"], -s["fraction"])):
+            v = s["vmstat_median"]
+            f = lambda k: "%d" % v[k] if k in v else "n/a"  # noqa: E731
+            out.append("| %s | %d %% | %s | %s | %s | %s |" % (s["workload"], s["fraction"], f("pswpout"),
+                                                              f("zswpout"), f("zswpin"), f("zswpwb")))
+        out.append("")
+    lat, path = newest_bench("swap-latency")
+    if lat:
+        out.append("### Swap-in latency\n")
+        out.append("`bench/swap_latency.py` (`%s`): `pager_bench --pattern rand` over %d MiB at %d %%, every touch "
+                   "timed in the program (touches over 2 us are swap-ins), %d runs per device, interleaved; for "
+                   "comex swap the layers of a 4 KiB read with the device attached (O_DIRECT reads of the loop "
+                   "device and of the FUSE file, timed in Python, and the daemon's own time per request):\n"
+                   % (path, lat["size_mib"], lat["fraction"], lat["runs"]))
+        out.append("| device | access (s) | swap-in p50 (us) | swap-in p99 (us) | loop read p50 | FUSE file read p50 | "
+                   "daemon p50 |")
+        out.append("|---|---|---|---|---|---|---|")
+        for n, v in lat["summary"].items():
+            f = lambda k: "%.1f" % v[k] if v.get(k) is not None else "—"  # noqa: E731
+            out.append("| %s%s | %.2f | %s | %s | %s | %s | %s |" % (n, "" if v["verified"] else " WRONG OUTPUT",
+                                                                   v["access_s"], f("swapin_p50_us"),
+                                                                   f("swapin_p99_us"), f("loop_read_p50_us"),
+                                                                   f("fuse_file_read_p50_us"),
+                                                                   f("daemon_read_p50_us")))
+        out.append("")
+    rec, path = newest_bench("swap-reclaim")
+    if rec:
+        out.append("### The whole machine in global reclaim\n")
+        ok = sum(1 for r in rec["runs"] if r["ok"])
+        out.append("`bench/swap_reclaim.py` (`%s`): %s for %.0f minutes: a balloon locked %d MiB, leaving %d MiB "
+                   "for %d programs of %d MiB (`pager_bench` rand) run again and again; %d runs, %d with the right "
+                   "checksum; the longest any task stayed in D state: %.1f s (%s); %d pages swapped out, %d in. "
+                   "Target: no task in D state for 60 s, every output right.\n"
+                   % (path, "**PASS**" if rec["pass"] else "**FAIL**", rec["minutes"], rec["balloon_mib"],
+                      rec["free_mib"], rec["programs"], rec["program_mib"], len(rec["runs"]), ok,
+                      rec["longest_d"]["s"], rec["longest_d"]["comm"], rec["vmstat"]["pswpout"],
+                      rec["vmstat"]["pswpin"]))
+
+
 def sec_warnings(docs, out):
     warns = []
     for name, doc in docs.items():
@@ -814,7 +905,7 @@ def render():
         out.append(NOTES.read_text().strip())
         out.append("")
     sec_targets(docs, out)
-    order = [("sweep", sec_sweep), ("distance", sec_distance), ("busy", sec_busy), ("faults", sec_faults),
+    order = [("sweep", sec_sweep), ("swap", sec_swap), ("distance", sec_distance), ("busy", sec_busy), ("faults", sec_faults),
              ("sensitivity", sec_sens), ("multitask", sec_multi), ("replicas", sec_replicas), ("tax", sec_tax)]
     for name, fn in order:
         if name in docs:
@@ -851,6 +942,11 @@ def describe_mode(d):
         return "Linux swap on a %d MiB swap file on the local disk (%s)" % (d.get("size_mib", 0), d.get("fs", "?"))
     if n == "zram":
         return "Linux swap on %s, %d MiB, %s" % (d.get("dev"), d.get("size_mib", 0), d.get("comp_algorithm"))
+    if n in SWAP_MODES:
+        z = d.get("zswap")
+        return ("Linux swap on comex swap, %s MiB (%s), the daemon and its memnode outside the cgroup%s"
+                % (d.get("size_mib"), d.get("swap"), "; zswap in front: %s" % ", ".join("%s=%s" % kv for kv in
+                                                                                      z.items()) if z else ""))
     spin = ""
     if d.get("spin") and d["spin"]["run"]:
         spin = "; no busy-polling (memnode %s, comex run %s)" % (

@@ -158,7 +158,7 @@ def vmstat():
     out = {}
     for line in (read("/proc/vmstat", "") or "").splitlines():
         k, v = line.split()
-        if k in ("pswpin", "pswpout", "pgmajfault", "pgfault"):
+        if k in ("pswpin", "pswpout", "pgmajfault", "pgfault", "zswpin", "zswpout", "zswpwb"):
             out[k] = int(v)
     return out
 

@@ -17,6 +17,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "embedded.h"
@@ -388,62 +389,92 @@ int swap_down(const struct options *o, const char *device)
 	return 0;
 }
 
-int swap_status(const struct options *o, bool json)
+#define STATUS_DEVICES 64   /* devices one status lists */
+#define STATUS_SAMPLE_MS 1000 /* the window of the request rates */
+
+struct status_row {
+	char name[64], loop[64];
+	const struct swapd_stats *st;
+	uint64_t reads0, writes0;
+};
+
+/* The devices in swap-dir whose daemon runs, with their counters now. */
+static unsigned status_rows(const struct options *o, struct status_row *rows)
 {
 	DIR *d = opendir(opt_str(o, OPT_SWAP_DIR));
 	struct dirent *e;
 	unsigned n = 0;
 
-	if (json)
-		printf("[");
-	else
-		printf("%-6s %-12s %8s %9s %10s %6s %9s %9s %8s %8s %8s %8s %7s  %s\n", "NAME", "DEVICE", "PID",
-		       "SIZE_MIB", "STORED_MIB", "COPIES", "READS", "WRITES", "RD_P50us", "RD_P99us", "WR_P50us",
-		       "WR_P99us", "ERRORS", "MEMNODES");
-	while (d && (e = readdir(d))) {
-		char path[512], loop[64] = "-", *dot = strrchr(e->d_name, '.');
-		const struct swapd_stats *st;
+	while (d && n < STATUS_DEVICES && (e = readdir(d))) {
+		char path[512], *dot = strrchr(e->d_name, '.');
+		struct status_row *r = &rows[n];
 
-		if (!dot || strcmp(dot, ".pid"))
+		if (!dot || strcmp(dot, ".pid") || (size_t)(dot - e->d_name) >= sizeof(r->name))
 			continue;
 		*dot = 0;
-		file_of(o, e->d_name, "loop", path, sizeof(path));
-		read_line(path, loop, sizeof(loop));
-		if (swapd_stats_open(e->d_name, &st))
+		memcpy(r->name, e->d_name, (size_t)(dot - e->d_name) + 1);
+		snprintf(r->loop, sizeof(r->loop), "-");
+		file_of(o, r->name, "loop", path, sizeof(path));
+		read_line(path, r->loop, sizeof(r->loop));
+		if (swapd_stats_open(r->name, &r->st))
 			continue; /* its daemon is gone */
-		/* request latency in us from the log2 histograms; -1 with none yet */
-		double lat[4] = { programs_quantile(st->hist_read_ns, 0.5), programs_quantile(st->hist_read_ns, 0.99),
-				  programs_quantile(st->hist_write_ns, 0.5), programs_quantile(st->hist_write_ns, 0.99) };
-
-		char copies[24];
-
-		for (int i = 0; i < 4; i++)
-			lat[i] = lat[i] < 0 ? -1 : lat[i] / 1000;
-		/* "2", or "2(-5)" while 5 blocks have fewer copies (memnodes lost) */
-		snprintf(copies, sizeof(copies), st->degraded_blocks ? "%u(-%llu)" : "%u", st->copies,
-			 (unsigned long long)st->degraded_blocks);
-		if (json)
-			printf("%s{\"name\":\"%s\",\"device\":\"%s\",\"pid\":%d,\"size_bytes\":%llu,\"stored_blocks\":%llu,"
-			       "\"reads\":%llu,\"writes\":%llu,\"discards\":%llu,\"bytes_read\":%llu,\"bytes_written\":%llu,"
-			       "\"read_p50_us\":%.1f,\"read_p99_us\":%.1f,\"write_p50_us\":%.1f,\"write_p99_us\":%.1f,"
-			       "\"errors\":%llu,\"copies\":%u,\"degraded_blocks\":%llu,\"memnodes\":\"%s\"}",
-			       n ? "," : "", e->d_name, loop, st->pid,
-			       (unsigned long long)st->size_bytes, (unsigned long long)st->stored_blocks,
-			       (unsigned long long)st->reads, (unsigned long long)st->writes,
-			       (unsigned long long)st->discards, (unsigned long long)st->bytes_read,
-			       (unsigned long long)st->bytes_written, lat[0], lat[1], lat[2], lat[3],
-			       (unsigned long long)st->errors, st->copies, (unsigned long long)st->degraded_blocks,
-			       st->memnodes);
-		else
-			printf("%-6s %-12s %8d %9llu %10llu %6s %9llu %9llu %8.1f %8.1f %8.1f %8.1f %7llu  %s\n", e->d_name,
-			       loop, st->pid, (unsigned long long)(st->size_bytes >> 20),
-			       (unsigned long long)(st->stored_blocks >> 8), copies, (unsigned long long)st->reads,
-			       (unsigned long long)st->writes, lat[0], lat[1], lat[2], lat[3],
-			       (unsigned long long)st->errors, st->memnodes);
+		r->reads0 = __atomic_load_n(&r->st->reads, __ATOMIC_RELAXED);
+		r->writes0 = __atomic_load_n(&r->st->writes, __ATOMIC_RELAXED);
 		n++;
 	}
 	if (d)
 		closedir(d);
+	return n;
+}
+
+static void status_print(const struct status_row *r, bool json, bool first)
+{
+	const struct swapd_stats *st = r->st;
+	double rps = (double)(st->reads - r->reads0) * 1000 / STATUS_SAMPLE_MS,
+	       wps = (double)(st->writes - r->writes0) * 1000 / STATUS_SAMPLE_MS;
+	/* request latency in us from the log2 histograms; -1 with none yet */
+	double lat[4] = { programs_quantile(st->hist_read_ns, 0.5), programs_quantile(st->hist_read_ns, 0.99),
+			  programs_quantile(st->hist_write_ns, 0.5), programs_quantile(st->hist_write_ns, 0.99) };
+	char copies[24];
+
+	for (int i = 0; i < 4; i++)
+		lat[i] = lat[i] < 0 ? -1 : lat[i] / 1000;
+	/* "2", or "2(-5)" while 5 blocks have fewer copies (memnodes lost) */
+	snprintf(copies, sizeof(copies), st->degraded_blocks ? "%u(-%llu)" : "%u", st->copies,
+		 (unsigned long long)st->degraded_blocks);
+	if (json)
+		printf("%s{\"name\":\"%s\",\"device\":\"%s\",\"pid\":%d,\"size_bytes\":%llu,\"stored_blocks\":%llu,"
+		       "\"reads\":%llu,\"writes\":%llu,\"reads_per_s\":%.1f,\"writes_per_s\":%.1f,\"discards\":%llu,"
+		       "\"bytes_read\":%llu,\"bytes_written\":%llu,\"read_p50_us\":%.1f,\"read_p99_us\":%.1f,"
+		       "\"write_p50_us\":%.1f,\"write_p99_us\":%.1f,\"errors\":%llu,\"copies\":%u,"
+		       "\"degraded_blocks\":%llu,\"memnodes\":\"%s\"}",
+		       first ? "" : ",", r->name, r->loop, st->pid, (unsigned long long)st->size_bytes,
+		       (unsigned long long)st->stored_blocks, (unsigned long long)st->reads,
+		       (unsigned long long)st->writes, rps, wps, (unsigned long long)st->discards,
+		       (unsigned long long)st->bytes_read, (unsigned long long)st->bytes_written, lat[0], lat[1], lat[2],
+		       lat[3], (unsigned long long)st->errors, st->copies, (unsigned long long)st->degraded_blocks,
+		       st->memnodes);
+	else
+		printf("%-8s %-12s %8d %9llu %10llu %8s %9.0f %9.0f %8.1f %8.1f %8.1f %8.1f %7llu  %s\n", r->name, r->loop,
+		       st->pid, (unsigned long long)(st->size_bytes >> 20), (unsigned long long)(st->stored_blocks >> 8),
+		       copies, rps, wps, lat[0], lat[1], lat[2], lat[3], (unsigned long long)st->errors, st->memnodes);
+}
+
+int swap_status(const struct options *o, bool json)
+{
+	static struct status_row rows[STATUS_DEVICES];
+	unsigned n = status_rows(o, rows);
+
+	if (n) /* the request rates are over this window */
+		nanosleep(&(struct timespec){ STATUS_SAMPLE_MS / 1000, (STATUS_SAMPLE_MS % 1000) * 1000000L }, NULL);
+	if (json)
+		printf("[");
+	else
+		printf("%-8s %-12s %8s %9s %10s %8s %9s %9s %8s %8s %8s %8s %7s  %s\n", "NAME", "DEVICE", "PID",
+		       "SIZE_MIB", "STORED_MIB", "COPIES", "READS/s", "WRITES/s", "RD_P50us", "RD_P99us", "WR_P50us",
+		       "WR_P99us", "ERRORS", "MEMNODES");
+	for (unsigned i = 0; i < n; i++)
+		status_print(&rows[i], json, i == 0);
 	if (json)
 		printf("]\n");
 	return 0;
