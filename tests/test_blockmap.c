@@ -6,33 +6,8 @@
 #define MAX_RUN 300u
 
 static char token[256];
-static uint32_t version[BLOCKS]; /* 0: not stored (reads as zeros) */
 
-/* Block b's content: e2e.h's page pattern for its version, or zeros. */
-static bool block_ok(const uint64_t *p, uint64_t block)
-{
-	if (version[block])
-		return page_ok(p, (uint32_t)block, version[block]);
-	for (unsigned i = 0; i < BLOCKMAP_BLOCK / 8; i++)
-		if (p[i])
-			return false;
-	return true;
-}
-
-/* Frames both memnodes hold for us beyond our local frame pools: what the map stores. */
-static uint64_t frames_in_use(struct comex_client *c)
-{
-	uint64_t n = 0;
-
-	CHECK(client_flush(c) == 0);
-	for (unsigned i = 0; i < client_nodes(c); i++) {
-		struct client_node_stats st;
-
-		CHECK(client_node_stats(c, i, &st) == 0);
-		n += st.frames_held - st.pool_free_frames;
-	}
-	return n;
-}
+#include "blockmap_model.h"
 
 /* Blocks the map stores; none has fewer copies than asked for. */
 static uint64_t counts(struct blockmap *m)
@@ -42,17 +17,6 @@ static uint64_t counts(struct blockmap *m)
 	blockmap_counts(m, &stored, &degraded);
 	CHECK(degraded == 0);
 	return stored;
-}
-
-static void check_all(struct blockmap *m, uint64_t *buf)
-{
-	for (uint64_t b = 0; b < BLOCKS; b += MAX_RUN) {
-		uint32_t n = BLOCKS - b < MAX_RUN ? (uint32_t)(BLOCKS - b) : MAX_RUN;
-
-		CHECK(blockmap_read(m, b, n, buf) == 0);
-		for (uint32_t i = 0; i < n; i++)
-			CHECK(block_ok(buf + (size_t)i * 512, b + i));
-	}
 }
 
 int main(void)
@@ -102,7 +66,7 @@ int main(void)
 	}
 	check_all(m, buf);
 	CHECK(counts(m) == stored);
-	CHECK(frames_in_use(c) == stored);
+	CHECK(frames_in_use(c, 0) == stored);
 
 	/* a second map as large as both pools together: writing all of it
 	 * must end in -ENOSPC, leaving the first map's blocks as they were and
@@ -120,11 +84,11 @@ int main(void)
 	}
 	CHECK(err == -ENOSPC);
 	check_all(m, buf);
-	CHECK(frames_in_use(c) == stored + counts(m2));
+	CHECK(frames_in_use(c, 0) == stored + counts(m2));
 	blockmap_destroy(m2);
-	CHECK(frames_in_use(c) == stored);
+	CHECK(frames_in_use(c, 0) == stored);
 	blockmap_destroy(m);
-	CHECK(frames_in_use(c) == 0);
+	CHECK(frames_in_use(c, 0) == 0);
 	client_close(c);
 	memnode_stop(&a);
 	memnode_stop(&b);

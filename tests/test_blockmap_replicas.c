@@ -6,45 +6,8 @@
 #define MAX_RUN 300u
 
 static char token[256];
-static uint32_t version[BLOCKS]; /* 0: not stored (reads as zeros) */
 
-static bool block_ok(const uint64_t *p, uint64_t block)
-{
-	if (version[block])
-		return page_ok(p, (uint32_t)block, version[block]);
-	for (unsigned i = 0; i < BLOCKMAP_BLOCK / 8; i++)
-		if (p[i])
-			return false;
-	return true;
-}
-
-/* Frames the memnodes not in skip (bit i: node i) hold for us beyond our frame pools. */
-static uint64_t frames_in_use(struct comex_client *c, unsigned skip)
-{
-	uint64_t n = 0;
-
-	client_flush(c);
-	for (unsigned i = 0; i < client_nodes(c); i++) {
-		struct client_node_stats st;
-
-		if (skip >> i & 1)
-			continue;
-		CHECK(client_node_stats(c, i, &st) == 0);
-		n += st.frames_held - st.pool_free_frames;
-	}
-	return n;
-}
-
-static void check_all(struct blockmap *m, uint64_t *buf)
-{
-	for (uint64_t b = 0; b < BLOCKS; b += MAX_RUN) {
-		uint32_t n = BLOCKS - b < MAX_RUN ? (uint32_t)(BLOCKS - b) : MAX_RUN;
-
-		CHECK(blockmap_read(m, b, n, buf) == 0);
-		for (uint32_t i = 0; i < n; i++)
-			CHECK(block_ok(buf + (size_t)i * 512, b + i));
-	}
-}
+#include "blockmap_model.h"
 
 /* steps random writes and discards from seed on; blocks stored after */
 static void churn(struct blockmap *m, uint64_t *buf, uint32_t seed, uint32_t steps)
