@@ -20,12 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "auth.h"
-#include "client.h"
 #include "embedded.h"
 #include "log.h"
 #include "memcg.h"
-#include "memnode.h"
 #include "options.h"
 #include "stats.h"
 #include "sysmem.h"
