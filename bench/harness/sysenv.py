@@ -597,6 +597,7 @@ class ComexSwap(SwapDevice):
         self.dev = None
         self.on = False
         self.undo = None
+        self.stopping = False
         self.extra = []  # further options of comex swap up
 
     def swap_path(self):
@@ -633,9 +634,16 @@ class ComexSwap(SwapDevice):
             return {}
 
     def disable(self):
-        if self.on:
-            sh(self.bin, "swap", "down", "--swap-dir", self.swapdir, self.dev)
-            self.on = False
+        # stopping: a signal handler's undo run that interrupts this one
+        # must not start a second down of the same device (whose swapoff
+        # then fails); a down that failed is tried again by the next call
+        if self.on and not self.stopping:
+            self.stopping = True
+            try:
+                sh(self.bin, "swap", "down", "--swap-dir", self.swapdir, self.dev)
+                self.on = False
+            finally:
+                self.stopping = False
             if self.undo is not None:
                 UNDO.pop_run(self.undo)
                 self.undo = None
