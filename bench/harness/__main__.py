@@ -53,7 +53,7 @@ def ints(s):
 def parse(argv):
     p = argparse.ArgumentParser(prog="python3 -m bench.harness", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("experiment", choices=["sweep", "swap", "faults", "sensitivity", "multitask", "tax", "busy", "replicas", "distance",
+    p.add_argument("experiment", choices=["sweep", "swap", "tiers", "faults", "sensitivity", "multitask", "tax", "busy", "replicas", "distance",
                                           "all", "smoke", "demo", "report", "cleanup"])
     p.add_argument("--build", default="build", help="build directory with comex, libcomex-rt.so, progs/, pager_bench")
     p.add_argument("--size", type=int, help="footprint in MiB of every workload (default: per workload, see --help)")
@@ -85,6 +85,11 @@ def parse(argv):
     p.add_argument("--swap-modes", type=csv, default=["swap-disk", "zram", "comex-shm", "comex-swap", "comex-swap+zswap"],
                    help="swap: the modes beside local")
     p.add_argument("--swap-fractions", type=ints, default=[50, 25])
+    p.add_argument("--tier-modes", type=csv, default=["zram", "comex-swap", "comex-swap+zswap"],
+                   help="tiers: the modes beside local (swap's, with zswap's pool capped)")
+    p.add_argument("--zswap-pool-percent", type=int,
+                   help="zswap's max_pool_percent in the +zswap modes (default: 1 for tiers, so that pages reach the "
+                        "device behind it; 20, the kernel's default, otherwise)")
     p.add_argument("--busy-modes", type=csv, default=["local", "comex-shm", "swap-disk", "zram"],
                    help="busy: modes run beside each neighbour (local is the reference)")
     p.add_argument("--neighbours", type=csv, default=list(sysenv.NEIGHBOURS),
@@ -123,7 +128,12 @@ def parse(argv):
     for nb in a.neighbours:
         if nb not in sysenv.NEIGHBOURS:
             p.error("unknown neighbour %s (known: %s)" % (nb, ", ".join(sysenv.NEIGHBOURS)))
-    for m in a.modes + a.swap_modes + a.mt_modes + a.busy_modes + a.distance_modes + [a.rep_mode]:
+    if a.zswap_pool_percent is None:
+        a.zswap_pool_percent = 1 if a.experiment == "tiers" else 20
+    if not 1 <= a.zswap_pool_percent <= 100:
+        p.error("--zswap-pool-percent must be 1..100")
+    sysenv.Zswap.WANT["max_pool_percent"] = str(a.zswap_pool_percent)
+    for m in a.modes + a.swap_modes + a.tier_modes + a.mt_modes + a.busy_modes + a.distance_modes + [a.rep_mode]:
         if not is_mode(m):
             p.error("unknown mode %s (known: %s)" % (m, ", ".join(ALL_MODES)))
     for x in a.params:

@@ -2,6 +2,7 @@
 
   sweep       every mode at 100/75/50/25/10 % of the footprint (seed 000 Fig. 13, seed 001 Figs 1/10)
   swap        comex-swap and comex-swap+zswap at 50 and 25 % beside swap-disk, zram and comex-shm (issue 22)
+  tiers       zram, comex-swap and comex-swap+zswap with zswap's pool capped at 1 % of RAM (issue 22 item 5)
   distance    the sweep with comex-rtt3/15/30 (simulated round trips) beside comex-shm, swap-disk, zram
   faults      comex's fault breakdown per workload at 50/25/10 % (seed 000 Fig. 14)
   sensitivity comex at 25 % with T, P and B varied one at a time (seed 000 Figs 10-12)
@@ -93,6 +94,16 @@ def swap(sess):
     _experiment(sess, a.workloads, lambda wls: [(w, m, f, {}) for w in wls for f in a.swap_fractions for m in modes])
 
 
+def tiers(sess):
+    """zswap in front of comex swap as the compressed local tier: --tier-modes
+    at --swap-fractions with zswap's pool capped (--zswap-pool-percent, 1 %
+    of RAM: 241 MiB here), so that what does not fit goes on to the device
+    behind it (issue 22 item 5; docs/BENCH.md B17)."""
+    a = sess.args
+    modes = [m for m in a.tier_modes if m != "local"]
+    _experiment(sess, a.workloads, lambda wls: [(w, m, f, {}) for w in wls for f in a.swap_fractions for m in modes])
+
+
 def distance(sess):
     """The sweep at network distances: --distance-modes (comex-rttN: a
     simulated round trip of N us over netns and TCP, beside the same-host
@@ -181,6 +192,6 @@ def demo(sess):
     _experiment(sess, a.workloads, lambda wls: [(w, m, 25, {}) for w in wls for m in a.modes if m != "local"])
 
 
-EXPERIMENTS = {"sweep": sweep, "swap": swap, "faults": faults, "sensitivity": sensitivity, "multitask": multitask, "tax": tax,
+EXPERIMENTS = {"sweep": sweep, "swap": swap, "tiers": tiers, "faults": faults, "sensitivity": sensitivity, "multitask": multitask, "tax": tax,
                "replicas": replicas, "distance": distance,
                "busy": busy, "smoke": smoke, "demo": demo}

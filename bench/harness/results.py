@@ -140,12 +140,12 @@ def compatible(a, b):
     return [k for k in sorted(set(ca) | set(cb)) if ca.get(k) != cb.get(k)]
 
 
-# checked fields that may differ between merged files, for files finished
-# within MERGE_WINDOW of the newest: a section names its own result file,
-# and each file its build (comex binaries' sha256); older builds are not
-# merged, their fault path may have changed since
-MERGEABLE = {"build_sha256", "git_rev"}
-MERGE_WINDOW_S = 24 * 3600
+# A section is the newest file of its experiment if that file finished
+# within SELECT_WINDOW of the newest file overall; each section compares its
+# configurations within its own run, and one whose checked metadata differ
+# from the newest file's says so (section_note), since a build, kernel or
+# CPU of another day makes its numbers incomparable with the others'.
+SELECT_WINDOW_S = 14 * 24 * 3600
 
 
 def age_s(newest, d):
@@ -159,23 +159,25 @@ def age_s(newest, d):
 
 
 def select(docs):
-    """The newest file of each experiment whose checked metadata equal those
-    of the newest file overall but for the build (MERGEABLE: the distance
-    runs of one day sit beside the same-host runs of another build); the
-    others are listed as not merged."""
+    """The newest file of each experiment (no older than SELECT_WINDOW
+    before the newest file overall) and the newest file overall, whose
+    machine heads the report; the others are listed with the reason."""
     docs = [d for d in docs if d["experiment"] not in ("smoke", "demo")]
     if not docs:
-        return {}, []
+        return {}, None, []
     newest = max(docs, key=lambda d: d["metadata"].get("finished", ""))
     chosen, skipped = {}, []
     for d in sorted(docs, key=lambda d: d["metadata"].get("finished", ""), reverse=True):
-        diff = compatible(newest, d)
-        if set(diff) <= MERGEABLE and age_s(newest, d) <= MERGE_WINDOW_S:
-            diff = []
-        if diff:
-            skipped.append((d["_path"], "checked metadata differ: %s" % ", ".join(diff)))
-            continue
         if d["experiment"] in chosen:
-            continue
-        chosen[d["experiment"]] = d
-    return chosen, skipped
+            skipped.append((d["_path"], "superseded by `%s`" % chosen[d["experiment"]]["_path"]))
+        elif age_s(newest, d) > SELECT_WINDOW_S:
+            skipped.append((d["_path"], "more than %d days older than the newest result" % (SELECT_WINDOW_S // 86400)))
+        else:
+            chosen[d["experiment"]] = d
+    return chosen, newest, skipped
+
+
+def section_note(newest, d):
+    """None, or which checked metadata of d differ from the newest file's."""
+    diff = compatible(newest, d)
+    return diff or None
