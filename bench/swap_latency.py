@@ -9,7 +9,9 @@ that device, every touch of the access passes timed inside the program
 those, the access time, and the checksum (must equal the run without a
 limit). Devices: swap-disk (a swap file on the local disk), zram (lz4),
 comex-swap (comex swap up, its embedded memnode, default swap-spin),
-comex-swap-nospin (swap-spin 0) and comex-swap+zswap.
+comex-swap-nospin (swap-spin 0) and comex-swap+zswap; by name only,
+comex-swap-uring and comex-swap-read (swap-uring on and off: FUSE over
+io_uring or /dev/fuse reads; the kernel's fuse enable_uring is put back).
 
 For comex swap, the layers of one 4 KiB read, measured after each of its
 runs with the device still attached (reads only): O_DIRECT reads of the
@@ -34,6 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
 from harness import sysenv  # noqa: E402
 
+URING_PARAM = "/sys/module/fuse/parameters/enable_uring"
 DEVICES = ["swap-disk", "zram", "comex-swap", "comex-swap-nospin", "comex-swap+zswap"]
 
 
@@ -45,6 +48,8 @@ def device_for(name, build, size, workdir):
     d = sysenv.ComexSwap(os.path.join(build, "comex"), size, os.path.join(workdir, "comex-swap"))
     if name == "comex-swap-nospin":
         d.extra = ["--swap-spin", "0"]
+    elif name in ("comex-swap-uring", "comex-swap-read"):   # FUSE over io_uring, or /dev/fuse reads (S10)
+        d.extra = ["--swap-uring", "on" if name.endswith("uring") else "off"]
     elif name.startswith("comex-swap-spin"):   # comex-swap-spinT: swap-spin T (e.g. 500us), for an A/B
         d.extra = ["--swap-spin", name[len("comex-swap-spin"):]]
     return d
@@ -131,6 +136,7 @@ def main():
     doc, times0 = benchlib.start_doc("comex-bench-swap-latency/1", size_mib=a.size_mib, fraction=a.fraction,
                                      runs=a.runs, limit_bytes=limit, devices=names, results={})
     devs = {}
+    uring_param = sysenv.read(URING_PARAM)
     try:
         native = pager_bench(build, a.size_mib, None)
         doc["native"] = native
@@ -153,6 +159,8 @@ def main():
         for d in devs.values():
             d.destroy()
         sysenv.UNDO.run_all()
+        if uring_param and sysenv.read(URING_PARAM) != uring_param:
+            sysenv.write(URING_PARAM, uring_param)
     doc["summary"] = summarize(doc)
     benchlib.finish_doc(doc, times0, "swap-latency")
     print_table(doc)

@@ -97,7 +97,7 @@ int main(void)
 	CHECK((fd = mkstemp(path)) >= 0);
 	close(fd);
 	CHECK((ram = calloc(1, SIZE)) != NULL);
-	err = fusedev_mount(path, SIZE, &ops, NULL, &d);
+	err = fusedev_mount(path, SIZE, &ops, NULL, FUSEDEV_URING_OFF, &d);
 	if (err == -EPERM || err == -ENODEV) {
 		unlink(path);
 		puts("SKIP: cannot mount FUSE here");

@@ -447,13 +447,13 @@ static void status_print(const struct status_row *r, bool json, bool first)
 		       "\"reads\":%llu,\"writes\":%llu,\"reads_per_s\":%.1f,\"writes_per_s\":%.1f,\"discards\":%llu,"
 		       "\"bytes_read\":%llu,\"bytes_written\":%llu,\"read_p50_us\":%.1f,\"read_p99_us\":%.1f,"
 		       "\"write_p50_us\":%.1f,\"write_p99_us\":%.1f,\"errors\":%llu,\"copies\":%u,"
-		       "\"degraded_blocks\":%llu,\"memnodes\":\"%s\"}",
+		       "\"degraded_blocks\":%llu,\"copies_remade\":%llu,\"memnodes\":\"%s\",\"transport\":\"%s\"}",
 		       first ? "" : ",", r->name, r->loop, st->pid, (unsigned long long)st->size_bytes,
 		       (unsigned long long)st->stored_blocks, (unsigned long long)st->reads,
 		       (unsigned long long)st->writes, rps, wps, (unsigned long long)st->discards,
 		       (unsigned long long)st->bytes_read, (unsigned long long)st->bytes_written, lat[0], lat[1], lat[2],
 		       lat[3], (unsigned long long)st->errors, st->copies, (unsigned long long)st->degraded_blocks,
-		       st->memnodes);
+		       (unsigned long long)st->copies_remade, st->memnodes, st->transport[0] ? st->transport : "read");
 	else
 		printf("%-8s %-12s %8d %9llu %10llu %8s %9.0f %9.0f %8.1f %8.1f %8.1f %8.1f %7llu  %s\n", r->name, r->loop,
 		       st->pid, (unsigned long long)(st->size_bytes >> 20), (unsigned long long)(st->stored_blocks >> 8),

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "client.h"
 #include "log.h"
@@ -29,6 +30,7 @@
 _Static_assert(BLOCKMAP_BLOCK == PROTO_FRAME_SIZE, "a block is one frame");
 
 #define STORED (1ull << 63)
+#define REPAIRING (1ull << 62) /* on copy 0's entry while blockmap_repair copies the block: gone if a write or discard came */
 #define NODE_SHIFT 32
 #define NODE_MASK 0xffffull
 #define CHUNK 256 /* blocks a write stages at once: 1 MiB, FUSE's largest request */
@@ -40,6 +42,8 @@ struct blockmap {
 	unsigned copies;
 	bool warned;                            /* about writing fewer copies (atomic) */
 	uint64_t *e[BLOCKMAP_MAX_COPIES];       /* nblocks entries each */
+	uint8_t *repair_buf;                    /* one block: what blockmap_repair copies through */
+	unsigned repair_delay_us;               /* test hook COMEX_TEST_REPAIR_DELAY_US (docs/TESTING.md) */
 };
 
 /* A write's new entries, or a read's copy of its entries: per call. */
@@ -68,6 +72,14 @@ int blockmap_create(struct comex_client *c, uint64_t blocks, unsigned copies, st
 			goto unmap;
 		}
 	}
+	m->repair_buf = mmap(NULL, BLOCKMAP_BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (m->repair_buf == MAP_FAILED) {
+		log_error("cannot map the block map's repair buffer (%u bytes): %m", BLOCKMAP_BLOCK);
+		m->repair_buf = NULL;
+		goto unmap;
+	}
+	if (getenv("COMEX_TEST_REPAIR_DELAY_US"))
+		m->repair_delay_us = (unsigned)strtoul(getenv("COMEX_TEST_REPAIR_DELAY_US"), NULL, 10);
 	m->c = c;
 	m->nblocks = blocks;
 	m->copies = copies;
@@ -109,12 +121,14 @@ void blockmap_destroy(struct blockmap *m)
 	client_flush(m->c);
 	for (unsigned k = 0; k < m->copies; k++)
 		munmap(m->e[k], table_bytes(m->nblocks));
+	munmap(m->repair_buf, BLOCKMAP_BLOCK);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }
 
-/* The memnode with the most room the client knows of, not in tried. */
-static int roomiest(struct blockmap *m, uint64_t tried, unsigned *node_out)
+/* The memnode with the most room the client knows of, not in tried, and
+ * that room (0 may still grant: the count is the last reply's). */
+static int roomiest(struct blockmap *m, uint64_t tried, unsigned *node_out, uint64_t *room_out)
 {
 	uint64_t room[OPT_MEMNODE_MAX];
 	unsigned n = client_nodes(m->c);
@@ -127,6 +141,7 @@ static int roomiest(struct blockmap *m, uint64_t tried, unsigned *node_out)
 	if (best < 0)
 		return -ENOSPC;
 	*node_out = (unsigned)best;
+	*room_out = room[best];
 	return 0;
 }
 
@@ -135,11 +150,11 @@ static int roomiest(struct blockmap *m, uint64_t tried, unsigned *node_out)
 static int take_frames(struct blockmap *m, uint64_t avoid, uint32_t want, unsigned *node_out, uint32_t *pfn_out,
 		       uint32_t *got_out)
 {
-	uint64_t tried = avoid;
+	uint64_t tried = avoid, room;
 	unsigned node;
 	int err;
 
-	while (!(err = roomiest(m, tried, &node))) {
+	while (!(err = roomiest(m, tried, &node, &room))) {
 		err = client_alloc(m->c, node, want, pfn_out, got_out);
 		if (!err) {
 			*node_out = node;
@@ -325,6 +340,131 @@ int blockmap_read(struct blockmap *m, uint64_t block, uint32_t count, void *dst)
 		log_error("reading %u blocks at block %llu failed (every copy): %s", count, (unsigned long long)block,
 			  strerror(-err));
 	return err;
+}
+
+/* Block b's copies now: the usable ones (stored, on a memnode in use)
+ * first in good, the number of them returned; 0 when it needs nothing
+ * (not stored, being repaired, or every copy usable) or has no usable copy
+ * left. Under the lock. */
+static unsigned usable_copies(struct blockmap *m, uint64_t b, uint64_t out, uint64_t *good)
+{
+	unsigned n = 0;
+
+	if ((m->e[0][b] & (STORED | REPAIRING)) != STORED)
+		return 0;
+	for (unsigned k = 0; k < m->copies; k++)
+		if ((m->e[k][b] & STORED) && !(out >> e_node(m->e[k][b]) & 1))
+			good[n++] = m->e[k][b];
+	return n < m->copies ? n : 0;
+}
+
+/* New copies of the block in m->repair_buf after its n usable ones in e,
+ * each on a memnode none of its copies is on; how many it made. */
+static unsigned add_copies(struct blockmap *m, uint64_t *e, unsigned n)
+{
+	unsigned k = n;
+
+	for (; k < m->copies; k++) {
+		uint64_t avoid = 0;
+		uint32_t pfn, got;
+		unsigned node;
+
+		for (unsigned j = 0; j < k; j++)
+			avoid |= 1ull << e_node(e[j]);
+		if (take_frames(m, avoid, 1, &node, &pfn, &got))
+			break; /* no room elsewhere: the block stays short */
+		if (client_write(m->c, node, pfn, 1, m->repair_buf)) {
+			client_release(m->c, node, pfn, 1);
+			break;
+		}
+		e[k] = entry(node, pfn);
+	}
+	return k - n;
+}
+
+/* Puts block b's copies e (n usable, made new) in place of its old ones,
+ * unless a write or discard replaced them meanwhile (then the new frames
+ * go back). Under the lock. */
+static void install_copies(struct blockmap *m, uint64_t b, uint64_t *e, unsigned n, unsigned made)
+{
+	uint64_t was = m->e[0][b];
+
+	if (!(was & REPAIRING)) {
+		for (unsigned k = n; k < n + made; k++)
+			release(m, e[k]);
+		return;
+	}
+	m->e[0][b] = was & ~REPAIRING;
+	m->degraded -= !(m->e[m->copies - 1][b] & STORED);
+	for (unsigned k = 0; k < m->copies; k++) {
+		bool kept = false;
+
+		for (unsigned j = 0; j < n && !kept; j++)
+			kept = m->e[k][b] == e[j];
+		if (!kept)
+			release(m, m->e[k][b]); /* a memnode out of use has freed it already */
+		m->e[k][b] = k < n + made ? e[k] : 0;
+	}
+	m->degraded += n + made < m->copies;
+}
+
+/* Whether a memnode none of the n copies e is on has room (no round trip):
+ * a pass over a map no memnode can take more of reads nothing. */
+static bool has_room(struct blockmap *m, const uint64_t *e, unsigned n)
+{
+	uint64_t avoid = 0, room;
+	unsigned node;
+
+	for (unsigned j = 0; j < n; j++)
+		avoid |= 1ull << e_node(e[j]);
+	return !roomiest(m, avoid, &node, &room) && room;
+}
+
+/* Block b repaired as far as it can be; the copies made, or -1 when it
+ * needed nothing. */
+static int repair_block(struct blockmap *m, uint64_t b, uint64_t out)
+{
+	uint64_t e[BLOCKMAP_MAX_COPIES];
+	unsigned n, made = 0;
+
+	pthread_mutex_lock(&m->lock);
+	if ((n = usable_copies(m, b, out, e)))
+		m->e[0][b] |= REPAIRING;
+	pthread_mutex_unlock(&m->lock);
+	if (!n)
+		return -1;
+	if (has_room(m, e, n) && !fetch(m, e[0], 1, m->repair_buf))
+		made = add_copies(m, e, n); /* else its unusable copies are only dropped */
+	if (m->repair_delay_us)
+		usleep(m->repair_delay_us); /* widens the window a write or discard of b may come in */
+	pthread_mutex_lock(&m->lock);
+	install_copies(m, b, e, n, made);
+	pthread_mutex_unlock(&m->lock);
+	return (int)made;
+}
+
+int blockmap_repair(struct blockmap *m, uint64_t *made_out, uint64_t *short_out)
+{
+	struct client_health h;
+	uint64_t made = 0, degraded;
+
+	if (m->copies == 1) {
+		*made_out = *short_out = 0;
+		return 0;
+	}
+	client_poll(m->c, &h);
+	for (uint64_t b = 0; b < m->nblocks; b++) {
+		int r = repair_block(m, b, h.out);
+
+		made += r > 0 ? (uint64_t)r : 0;
+	}
+	client_flush(m->c); /* the frames of dropped copies on memnodes still in use */
+	pthread_mutex_lock(&m->lock);
+	degraded = m->degraded;
+	pthread_mutex_unlock(&m->lock);
+	*made_out = made;
+	*short_out = degraded;
+	return 0;
 }
 
 int blockmap_discard(struct blockmap *m, uint64_t block, uint64_t count)

@@ -30,8 +30,15 @@ int blockmap_write(struct blockmap *m, uint64_t block, uint32_t count, const voi
 int blockmap_read(struct blockmap *m, uint64_t block, uint32_t count, void *dst);
 /* Forgets count blocks from block on (they read as zeros) and gives their frames back. */
 int blockmap_discard(struct blockmap *m, uint64_t block, uint64_t count);
+/* One pass over the map (not concurrent with another): every stored block
+ * whose copies are fewer than asked for, or on a memnode out of use, gets
+ * its copies there dropped and new ones made from a surviving copy on
+ * memnodes that hold none of its copies, as far as they have room. Blocks
+ * written or discarded meanwhile are left to their writer. *made_out:
+ * copies made; *short_out: blocks left with fewer copies than asked for. */
+int blockmap_repair(struct blockmap *m, uint64_t *made_out, uint64_t *short_out);
 /* Blocks stored now, and how many of them have fewer copies than asked
- * for (written while memnodes were lost). */
+ * for (written while memnodes were lost, or not repaired yet). */
 void blockmap_counts(struct blockmap *m, uint64_t *stored_out, uint64_t *degraded_out);
 
 #endif

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "fuse_uring.h"
 #include "log.h"
 
 /* The kernel refuses a read of /dev/fuse into less than a whole request:
@@ -41,6 +42,8 @@ struct fusedev {
 	const struct fusedev_ops *ops;
 	void *ctx;
 	int err;                /* atomic: the first failure of a serving thread */
+	struct fuse_uring *uring; /* the rings set up for INIT, or NULL */
+	bool uring_serves;      /* every queue registered: requests come over the rings */
 };
 
 struct worker {
@@ -74,7 +77,9 @@ static void fill_attr(const struct fusedev *d, struct fuse_attr *a)
 				 .nlink = 1, .blksize = 4096 };
 }
 
-static int do_init(struct worker *w, uint64_t unique, const struct fuse_init_in *in)
+/* INIT, on the first /dev/fuse read; with uring, the answer takes FUSE
+ * over io_uring (flags2, which FUSE_INIT_EXT makes the kernel read). */
+static int do_init(struct worker *w, uint64_t unique, const struct fuse_init_in *in, bool uring)
 {
 	struct fuse_init_out out = {
 		.major = FUSE_KERNEL_VERSION,
@@ -89,107 +94,130 @@ static int do_init(struct worker *w, uint64_t unique, const struct fuse_init_in 
 		reply(w, unique, -EPROTO, NULL, 0);
 		return -EPROTO;
 	}
+	if (uring) {
+		out.flags |= FUSE_INIT_EXT;
+		out.flags2 = fuse_uring_init_flags2();
+	}
 	return reply(w, unique, 0, &out, sizeof(out));
 }
 
-static int do_read(struct worker *w, uint64_t unique, const struct fuse_read_in *in)
+static int do_read(struct fusedev *d, const struct fuse_read_in *in, void *out, uint32_t *out_len)
 {
-	struct fusedev *d = w->d;
 	uint32_t len = in->size;
 	int err;
 
 	if (in->offset >= d->size)
-		return reply(w, unique, 0, NULL, 0);
+		return 0;
 	if (len > d->size - in->offset)
 		len = (uint32_t)(d->size - in->offset);
 	if (len > FUSEDEV_MAX_IO)
 		len = FUSEDEV_MAX_IO;
-	err = d->ops->read(d->ctx, in->offset, len, w->reply);
-	return err ? reply(w, unique, err, NULL, 0) : reply(w, unique, 0, w->reply, len);
+	if ((err = d->ops->read(d->ctx, in->offset, len, out)))
+		return err;
+	*out_len = len;
+	return 0;
 }
 
-static int do_write(struct worker *w, uint64_t unique, const struct fuse_write_in *in, const void *data,
-		    size_t have)
+static int do_write(struct fusedev *d, const struct fuse_write_in *in, const void *data, size_t have, void *out,
+		    uint32_t *out_len)
 {
-	struct fusedev *d = w->d;
-	struct fuse_write_out out = { .size = in->size };
+	struct fuse_write_out wo = { .size = in->size };
 	int err;
 
 	if (in->size > have)
-		return reply(w, unique, -EINVAL, NULL, 0);
+		return -EINVAL;
 	if (in->offset > d->size || in->size > d->size - in->offset)
-		return reply(w, unique, -ENOSPC, NULL, 0); /* the file never grows */
-	err = d->ops->write(d->ctx, in->offset, in->size, data);
-	return err ? reply(w, unique, err, NULL, 0) : reply(w, unique, 0, &out, sizeof(out));
+		return -ENOSPC; /* the file never grows */
+	if ((err = d->ops->write(d->ctx, in->offset, in->size, data)))
+		return err;
+	memcpy(out, &wo, sizeof(wo)); /* after the callback: out may be data's buffer */
+	*out_len = sizeof(wo);
+	return 0;
 }
 
 /* A discard from the loop device is a hole punched (keep-size); a zeroed
  * range reads as zero afterwards just the same. Anything else (growing the
  * file) is refused. */
-static int do_fallocate(struct worker *w, uint64_t unique, const struct fuse_fallocate_in *in)
+static int do_fallocate(struct fusedev *d, const struct fuse_fallocate_in *in)
 {
-	struct fusedev *d = w->d;
 	int mode = (int)in->mode;
 
 	if (!(mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) || !(mode & FALLOC_FL_KEEP_SIZE) ||
 	    in->offset > d->size || in->length > d->size - in->offset)
-		return reply(w, unique, -EOPNOTSUPP, NULL, 0);
-	return reply(w, unique, d->ops->discard(d->ctx, in->offset, in->length), NULL, 0);
+		return -EOPNOTSUPP;
+	return d->ops->discard(d->ctx, in->offset, in->length);
 }
 
-static int do_attr(struct worker *w, uint64_t unique)
+/* The reply body of a fixed-size answer. */
+static int answer(void *out, uint32_t *out_len, const void *body, uint32_t len)
 {
-	struct fusedev *d = w->d;
-	struct fuse_attr_out out = { .attr_valid = ATTR_VALID_S };
-
-	fill_attr(d, &out.attr);
-	return reply(w, unique, 0, &out, sizeof(out));
+	memcpy(out, body, len);
+	*out_len = len;
+	return 0;
 }
 
-/* One request; 0, or -errno when the device itself failed. */
-static int dispatch(struct worker *w, size_t n)
+/* Every request but INIT, from either transport (fuse_uring_handler). */
+static int handle(void *ctx, const struct fuse_in_header *h, const void *op, const void *data, uint32_t data_len,
+		  void *out, uint32_t *out_len)
 {
-	struct fusedev *d = w->d;
-	const struct fuse_in_header *h = (const void *)w->req;
-	const void *arg = w->req + sizeof(*h);
-	size_t have = n - sizeof(*h);
+	struct fusedev *d = ctx;
 
+	*out_len = 0;
 	switch (h->opcode) {
-	case FUSE_INIT:
-		return do_init(w, h->unique, arg);
 	case FUSE_GETATTR:
-	case FUSE_SETATTR: /* nothing to set: a one-file device of a fixed size */
-		return do_attr(w, h->unique);
-	case FUSE_OPEN: {
-		struct fuse_open_out out = { .open_flags = FOPEN_DIRECT_IO };
+	case FUSE_SETATTR: { /* nothing to set: a one-file device of a fixed size */
+		struct fuse_attr_out a = { .attr_valid = ATTR_VALID_S };
 
-		return reply(w, h->unique, 0, &out, sizeof(out));
+		fill_attr(d, &a.attr);
+		return answer(out, out_len, &a, sizeof(a));
+	}
+	case FUSE_OPEN: {
+		struct fuse_open_out o = { .open_flags = FOPEN_DIRECT_IO };
+
+		return answer(out, out_len, &o, sizeof(o));
 	}
 	case FUSE_READ:
-		return do_read(w, h->unique, arg);
+		return do_read(d, op, out, out_len);
 	case FUSE_WRITE:
-		return do_write(w, h->unique, arg, (const uint8_t *)arg + sizeof(struct fuse_write_in),
-				have - sizeof(struct fuse_write_in));
+		return do_write(d, op, data, data_len, out, out_len);
 	case FUSE_FALLOCATE:
-		return do_fallocate(w, h->unique, arg);
+		return do_fallocate(d, op);
 	case FUSE_STATFS: {
-		struct fuse_statfs_out out = { .st = { .blocks = d->size / 4096, .bsize = 4096, .frsize = 4096,
-						       .namelen = 255, .files = 1 } };
+		struct fuse_statfs_out st = { .st = { .blocks = d->size / 4096, .bsize = 4096, .frsize = 4096,
+						      .namelen = 255, .files = 1 } };
 
-		return reply(w, h->unique, 0, &out, sizeof(out));
+		return answer(out, out_len, &st, sizeof(st));
 	}
 	case FUSE_FLUSH:
 	case FUSE_FSYNC:
 	case FUSE_RELEASE:
 	case FUSE_DESTROY:
-		return reply(w, h->unique, 0, NULL, 0); /* writes are in memnode memory when answered */
+		return 0; /* writes are in memnode memory when answered */
 	case FUSE_FORGET:
 	case FUSE_BATCH_FORGET:
 	case FUSE_INTERRUPT:
-		return 0; /* no reply: nothing of ours is interruptible */
+		return FUSE_URING_NO_REPLY; /* nothing of ours is interruptible */
 	default:
-		return reply(w, h->unique, -ENOSYS, NULL, 0);
+		return -ENOSYS;
 	}
+}
+
+/* One request read from /dev/fuse; 0, or -errno when the device itself
+ * failed. Only a WRITE has data after its fixed argument. */
+static int dispatch(struct worker *w, size_t n)
+{
+	const struct fuse_in_header *h = (const void *)w->req;
+	const uint8_t *arg = w->req + sizeof(*h);
+	size_t have = n - sizeof(*h), lead = h->opcode == FUSE_WRITE ? sizeof(struct fuse_write_in) : have;
+	uint32_t len;
+	int r;
+
+	if (have < lead)
+		return reply(w, h->unique, -EINVAL, NULL, 0);
+	r = handle(w->d, h, arg, arg + lead, (uint32_t)(have - lead), w->reply, &len);
+	if (r == FUSE_URING_NO_REPLY)
+		return 0;
+	return r ? reply(w, h->unique, r, NULL, 0) : reply(w, h->unique, 0, w->reply, len);
 }
 
 /* Reads one request; 0 with *n set, -ENODEV once unmounted, -errno. A
@@ -278,12 +306,20 @@ static int worker_clone(struct worker *w, uint64_t spin_ns)
 	return 0;
 }
 
+/* In uring mode /dev/fuse carries only FORGET and INTERRUPT (the kernel
+ * sends nothing else there once the rings are ready): one sleeping reader,
+ * and swap-spin is the rings' (S10). */
 int fusedev_serve(struct fusedev *d, unsigned threads, uint64_t spin_ns)
 {
 	struct worker w[MAX_THREADS] = { 0 };
 	unsigned started = 1;
-	int err = 0;
+	int err = 0, uerr = 0;
 
+	if (d->uring_serves) {
+		fuse_uring_set_spin(d->uring, spin_ns);
+		threads = 1;
+		spin_ns = 0;
+	}
 	if (threads < 1)
 		threads = 1;
 	if (threads > MAX_THREADS)
@@ -301,23 +337,110 @@ int fusedev_serve(struct fusedev *d, unsigned threads, uint64_t spin_ns)
 		pthread_join(w[i].tid, NULL);
 	for (unsigned i = 0; i < threads; i++)
 		worker_fini(&w[i]);
-	return err ? err : __atomic_load_n(&d->err, __ATOMIC_RELAXED);
+	if (d->uring)
+		uerr = fuse_uring_join(d->uring); /* its threads end with the connection, as the readers */
+	return err ? err : uerr ? uerr : __atomic_load_n(&d->err, __ATOMIC_RELAXED);
+}
+
+#define ENABLE_URING "/sys/module/fuse/parameters/enable_uring"
+
+/* swap-uring on: the kernel offers io_uring in INIT only while the fuse
+ * module's enable_uring is Y when the file is mounted; root may set it. */
+static void enable_uring(void)
+{
+	char v = 0;
+	FILE *f = fopen(ENABLE_URING, "r");
+
+	if (!f) {
+		log_warn("no %s: this kernel has no FUSE over io_uring (CONFIG_FUSE_IO_URING)", ENABLE_URING);
+		return;
+	}
+	if (fread(&v, 1, 1, f) != 1)
+		v = 0;
+	fclose(f);
+	if (v != 'N' || geteuid() != 0)
+		return;
+	if (!(f = fopen(ENABLE_URING, "w")) || fputs("Y", f) < 0 || fclose(f)) {
+		log_warn("cannot set %s to Y: %m", ENABLE_URING);
+		return;
+	}
+	log_info("set %s to Y (swap-uring on)", ENABLE_URING);
+}
+
+/* Before INIT is answered: the rings, when mode and the kernel allow.
+ * -errno only when mode on cannot have them. */
+static int uring_prepare(struct fusedev *d, enum fusedev_uring mode, const struct fuse_init_in *in)
+{
+	int err;
+
+	if (mode == FUSEDEV_URING_OFF)
+		return 0;
+	if (!fuse_uring_offered(in)) {
+		if (mode == FUSEDEV_URING_ON) {
+			log_error("swap-uring on: the kernel does not offer FUSE over io_uring in INIT (%s is N, "
+				  "or a kernel older than 6.14 or without CONFIG_FUSE_IO_URING)", ENABLE_URING);
+			return -EOPNOTSUPP;
+		}
+		log_warn("FUSE requests come by /dev/fuse reads: the kernel does not offer io_uring (%s is N, or no "
+			 "CONFIG_FUSE_IO_URING; swap-uring auto)", ENABLE_URING);
+		return 0;
+	}
+	if ((err = fuse_uring_create(d->fd, handle, d, &d->uring)) && mode == FUSEDEV_URING_ON) {
+		log_error("swap-uring on: FUSE over io_uring cannot be used here (above); swap-uring auto or off reads "
+			  "/dev/fuse instead");
+		return err;
+	}
+	if (err)
+		log_warn("FUSE requests come by /dev/fuse reads: io_uring could not be set up (swap-uring auto)");
+	return 0;
+}
+
+/* After INIT was answered with io_uring: registers the rings. */
+static int uring_start(struct fusedev *d, enum fusedev_uring mode)
+{
+	int err = fuse_uring_start(d->uring);
+
+	if (!err) {
+		d->uring_serves = true;
+		log_info("FUSE requests come over io_uring: one queue per possible CPU");
+		return 0;
+	}
+	if (mode == FUSEDEV_URING_ON) {
+		log_error("swap-uring on: the kernel refused the FUSE io_uring queues (above); swap-uring auto or off reads "
+			  "/dev/fuse instead");
+		return err;
+	}
+	/* the kernel sends to /dev/fuse after a refused REGISTER; the queues' threads end with the connection */
+	log_warn("FUSE requests come by /dev/fuse reads: the kernel refused the io_uring queues (%s; swap-uring auto)",
+		 strerror(-err));
+	return 0;
 }
 
 /* The kernel sends INIT first; answering it makes the mount usable. */
-static int answer_init(struct fusedev *d)
+static int answer_init(struct fusedev *d, enum fusedev_uring mode)
 {
 	struct worker w;
+	const struct fuse_in_header *h;
 	size_t n;
 	int err = worker_init(&w, d);
 
-	if (!err && !(err = next_request(&w, &n)))
-		err = ((const struct fuse_in_header *)w.req)->opcode == FUSE_INIT ? dispatch(&w, n) : -EPROTO;
+	if (err || (err = next_request(&w, &n)))
+		goto fini;
+	h = (const void *)w.req;
+	if (h->opcode != FUSE_INIT || n < sizeof(*h) + sizeof(struct fuse_init_in)) {
+		err = -EPROTO;
+		goto fini;
+	}
+	if (!(err = uring_prepare(d, mode, (const void *)(h + 1))) &&
+	    !(err = do_init(&w, h->unique, (const void *)(h + 1), d->uring != NULL)) && d->uring)
+		err = uring_start(d, mode);
+fini:
 	worker_fini(&w);
 	return err;
 }
 
-int fusedev_mount(const char *path, uint64_t size, const struct fusedev_ops *ops, void *ctx, struct fusedev **out)
+int fusedev_mount(const char *path, uint64_t size, const struct fusedev_ops *ops, void *ctx, enum fusedev_uring uring,
+		  struct fusedev **out)
 {
 	struct fusedev *d = calloc(1, sizeof(*d));
 	char data[128];
@@ -327,6 +450,8 @@ int fusedev_mount(const char *path, uint64_t size, const struct fusedev_ops *ops
 		return -ENOMEM;
 	*d = (struct fusedev){ .size = size, .ops = ops, .ctx = ctx };
 	snprintf(d->path, sizeof(d->path), "%s", path);
+	if (uring == FUSEDEV_URING_ON)
+		enable_uring();
 	d->fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
 	if (d->fd < 0) {
 		err = -errno;
@@ -340,20 +465,23 @@ int fusedev_mount(const char *path, uint64_t size, const struct fusedev_ops *ops
 		log_error("cannot mount the FUSE file on %s: %m", path);
 		goto close_fd;
 	}
-	if ((err = answer_init(d))) {
-		log_error("the kernel's FUSE INIT for %s went unanswered: %s", path, strerror(-err));
+	if ((err = answer_init(d, uring))) {
+		log_error("cannot answer the kernel's FUSE INIT for %s: %s", path, strerror(-err));
 		goto unmount;
 	}
 	*out = d;
 	return 0;
 unmount:
-	umount2(path, MNT_DETACH);
+	umount2(path, MNT_DETACH); /* the connection ends: so do the queues' threads */
+	fuse_uring_free(d->uring);
 close_fd:
 	close(d->fd);
 free_dev:
 	free(d);
 	return err;
 }
+
+bool fusedev_uses_uring(const struct fusedev *d) { return d->uring_serves; }
 
 void fusedev_unmount(struct fusedev *d)
 {
@@ -365,6 +493,7 @@ void fusedev_free(struct fusedev *d)
 {
 	if (!d)
 		return;
+	fuse_uring_free(d->uring);
 	close(d->fd);
 	free(d);
 }

@@ -5,6 +5,7 @@
 #ifndef COMEX_SWAP_FUSEDEV_H
 #define COMEX_SWAP_FUSEDEV_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define FUSEDEV_MAX_IO (1u << 20) /* bytes one READ or WRITE carries at most (max_write, max_pages) */
@@ -19,13 +20,25 @@ struct fusedev_ops {
 
 struct fusedev;
 
+/* How requests reach us (option swap-uring, in its order; docs/SWAP.md
+ * S10): auto takes FUSE over io_uring when the kernel offers it and falls
+ * back to /dev/fuse reads (with a warning); on sets the fuse module's
+ * enable_uring (root) and fails without it; off reads /dev/fuse. */
+enum fusedev_uring { FUSEDEV_URING_AUTO, FUSEDEV_URING_ON, FUSEDEV_URING_OFF };
+
 /* Mounts a file of size bytes on path (an existing regular file, root
- * only) and answers the kernel's INIT. -errno (logged) on failure. */
-int fusedev_mount(const char *path, uint64_t size, const struct fusedev_ops *ops, void *ctx, struct fusedev **out);
+ * only) and answers the kernel's INIT, with io_uring as uring says (its
+ * queues' threads then serve from now on). -errno (logged) on failure. */
+int fusedev_mount(const char *path, uint64_t size, const struct fusedev_ops *ops, void *ctx, enum fusedev_uring uring,
+		  struct fusedev **out);
+/* Whether requests come over io_uring (else by /dev/fuse reads). */
+bool fusedev_uses_uring(const struct fusedev *d);
 /* Serves requests on threads threads (the caller's among them) until the
  * file is unmounted; 0, or -errno when the device failed. With spin_ns,
  * the caller's thread polls for spin_ns after each request before it
- * sleeps (a sleeping server is woken at the cost of a wake-up). */
+ * sleeps (a sleeping server is woken at the cost of a wake-up). Over
+ * io_uring: each CPU's queue thread polls its ring so, and one thread
+ * reads what still comes on /dev/fuse. */
 int fusedev_serve(struct fusedev *d, unsigned threads, uint64_t spin_ns);
 /* Unmounts lazily: the file goes once nothing holds it open (the loop
  * device), and then fusedev_serve returns. */

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,10 +22,16 @@
 #include "options.h"
 
 #define SERVE_THREADS 4 /* FUSE request threads: the loop device queues a few requests at once */
+#define REPAIR_CHECK_S 1 /* how often re-replication looks for lost memnodes and short blocks */
+#define REPAIR_RETRY_S 30 /* after a pass that found no room: a pass costs a walk of the whole map */
 
 struct swapd {
 	struct blockmap *map;
+	struct comex_client *c;
 	struct swapd_stats *st;
+	pthread_t repairer;
+	bool repairing;                         /* the repairer runs */
+	bool stop;                              /* atomic: the repairer ends */
 };
 
 static void count(uint64_t *n, uint64_t v) { __atomic_fetch_add(n, v, __ATOMIC_RELAXED); }
@@ -91,6 +98,46 @@ static int on_discard(void *ctx, uint64_t off, uint64_t len)
 }
 
 static const struct fusedev_ops ops = { on_read, on_write, on_discard };
+
+/* One re-replication pass, logged when it changed something. */
+static void repair_pass(struct swapd *s, uint64_t *short_out)
+{
+	uint64_t made, short_blocks;
+
+	if (blockmap_repair(s->map, &made, &short_blocks))
+		return;
+	count(&s->st->copies_remade, made);
+	publish_counts(s);
+	if (made || short_blocks != *short_out)
+		log_info("re-replication made %llu block copies; %llu blocks have fewer than %u copies%s",
+			 (unsigned long long)made, (unsigned long long)short_blocks, s->st->copies,
+			 short_blocks ? " (no other memnode has room: they get theirs once one has)" : "");
+	*short_out = short_blocks;
+}
+
+/* The repairer (replicas 2-3, docs/SWAP.md S6): a pass whenever a memnode
+ * was lost since the last complete one, or blocks are short of copies
+ * (then again every REPAIR_RETRY_S while no pass completes them). */
+static void *repairer(void *arg)
+{
+	struct swapd *s = arg;
+	uint64_t done_out = 0, short_blocks = 0, stored, degraded;
+	unsigned wait = 0;
+
+	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
+		struct client_health h;
+
+		sleep(REPAIR_CHECK_S);
+		client_poll(s->c, &h);
+		blockmap_counts(s->map, &stored, &degraded);
+		if (h.out == done_out && (!degraded || (wait && --wait)))
+			continue;
+		repair_pass(s, &short_blocks);
+		done_out = h.out;
+		wait = short_blocks ? REPAIR_RETRY_S / REPAIR_CHECK_S : 0;
+	}
+	return NULL;
+}
 
 static void shm_name(const char *name, char *out, size_t cap) { snprintf(out, cap, "/comex-swap.%s", name); }
 
@@ -159,14 +206,23 @@ int swapd_main(const struct options *o, const char *name, const char *path, int 
 	if ((err = blockmap_create(c, size / BLOCKMAP_BLOCK, (unsigned)opt_num(o, OPT_REPLICAS), &s.map)))
 		goto disconnect;
 	noreclaim_enter("swap daemon");
-	if ((err = fusedev_mount(path, size, &ops, &s, &d)))
+	if ((err = fusedev_mount(path, size, &ops, &s, (enum fusedev_uring)opt_num(o, OPT_SWAP_URING), &d)))
 		goto destroy_map;
+	snprintf(s.st->transport, sizeof(s.st->transport), "%s", fusedev_uses_uring(d) ? "uring" : "read");
 	if (write(ready, "r", 1) != 1)
 		log_warn("cannot tell comex swap up that the device serves: %m");
 	close(ready);
 	ready = -1;
+	s.c = c;
+	if (s.st->copies > 1 && !(s.repairing = !(err = pthread_create(&s.repairer, NULL, repairer, &s))))
+		log_warn("cannot start re-replication (%s): copies lost with a memnode are not made again",
+			 strerror(err));
 	err = fusedev_serve(d, SERVE_THREADS, opt_num(o, OPT_SWAP_SPIN));
 	fusedev_free(d);
+	if (s.repairing) {
+		__atomic_store_n(&s.stop, true, __ATOMIC_RELAXED);
+		pthread_join(s.repairer, NULL);
+	}
 destroy_map:
 	blockmap_destroy(s.map);
 disconnect:

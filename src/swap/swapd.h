@@ -16,6 +16,7 @@ struct options;
 struct swapd_stats {
 	uint64_t size_bytes, stored_blocks;
 	uint64_t degraded_blocks;                  /* stored with fewer than copies copies */
+	uint64_t copies_remade;                    /* by re-replication, since up */
 	uint64_t reads, writes, discards;          /* requests */
 	uint64_t bytes_read, bytes_written;
 	uint64_t read_ns, write_ns;                /* time in them, summed */
@@ -25,6 +26,7 @@ struct swapd_stats {
 	int32_t pid;
 	uint32_t copies;                           /* option replicas */
 	char memnodes[OPT_STR_MAX];                /* option memnode, as given */
+	char transport[8];                         /* "uring" or "read": how FUSE requests come (docs/SWAP.md S10) */
 };
 
 /* Runs the daemon for the FUSE file path (an existing regular file); ready

@@ -33,6 +33,11 @@ swap_up() {
     fail up "the device '$device' printed by up is not an active swap device"; return 1
   fi
   echo "ok: up: $device, $(swapon --show=NAME,SIZE,PRIO --noheadings | grep "^$device")"
+  local transport; transport=$(counter transport)
+  case "${COMEX_SWAP_URING:-auto}:$transport" in
+    on:uring | off:read | auto:uring | auto:read) echo "ok: transport: FUSE requests by $transport (swap-uring ${COMEX_SWAP_URING:-auto})" ;;
+    *) fail transport "comex swap status says transport '$transport' with swap-uring ${COMEX_SWAP_URING:-auto}"; return 1 ;;
+  esac
 }
 
 # counter KEY: the device's counter from comex swap status --json
