@@ -1,4 +1,4 @@
-/* test_fuse_uring: the one-file FUSE device over io_uring (swap-uring, docs/SWAP.md S10): with enable_uring N, auto falls back to /dev/fuse reads and still serves; on sets enable_uring to Y and serves over the rings: O_DIRECT writes, reads and punched holes of the file from a thread pinned to each CPU come back equal, each served on the CPU that issued it, also through a loop device with direct I/O; unmounting ends every queue's thread. enable_uring is put back as it was. Root, /dev/fuse and a kernel with CONFIG_FUSE_IO_URING, else skipped. */
+/* test_fuse_uring: the one-file FUSE device over io_uring (swap-uring, docs/SWAP.md S10): with io_uring disabled (kernel.io_uring_disabled 2), auto falls back to /dev/fuse reads and still serves; auto and on set enable_uring to Y and serves over the rings: O_DIRECT writes, reads and punched holes of the file from a thread pinned to each CPU come back equal, each served on the CPU that issued it, also through a loop device with direct I/O; unmounting ends every queue's thread. enable_uring is put back as it was. Root, /dev/fuse and a kernel with CONFIG_FUSE_IO_URING, else skipped. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
@@ -77,7 +77,25 @@ static void set_enable(char v)
 	}
 }
 
-static void restore_enable(void) { set_enable(old_enable); }
+#define IO_URING_DISABLED "/proc/sys/kernel/io_uring_disabled"
+static char old_disabled; /* 0: not read */
+
+static void set_disabled(char v)
+{
+	FILE *f = fopen(IO_URING_DISABLED, "w");
+
+	if (f) {
+		fputc(v, f);
+		fclose(f);
+	}
+}
+
+static void restore_enable(void)
+{
+	set_enable(old_enable);
+	if (old_disabled)
+		set_disabled(old_disabled);
+}
 
 static void *serve(void *d) { return (void *)(intptr_t)fusedev_serve(d, 2, 50000); }
 
@@ -182,24 +200,48 @@ static void through_loop(const char *path)
 	printf("fuse_uring: %s with direct I/O reached the file over io_uring\n", dev);
 }
 
-/* enable_uring N: auto reads /dev/fuse, and the file still serves. */
-static void auto_falls_back(const char *path)
+/* One 8 KiB write reaches the RAM file. */
+static void write_once(const char *path, uint8_t v)
 {
-	struct mounted m;
 	uint8_t *buf;
 	int fd;
 
-	set_enable('N');
-	CHECK(mount_file(path, FUSEDEV_URING_AUTO, &m) == 0);
-	CHECK(!fusedev_uses_uring(m.d));
 	CHECK((fd = open(path, O_RDWR | O_DIRECT)) >= 0);
 	CHECK((buf = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) != MAP_FAILED);
-	memset(buf, 0xa5, 8192);
-	CHECK(pwrite(fd, buf, 8192, 0) == 8192 && ram[8191] == 0xa5);
+	memset(buf, v, 8192);
+	CHECK(pwrite(fd, buf, 8192, 0) == 8192 && ram[8191] == v);
 	close(fd);
 	munmap(buf, 8192);
+}
+
+/* io_uring refused to everyone (kernel.io_uring_disabled 2): auto reads
+ * /dev/fuse, and the file still serves; then, enable_uring N and io_uring
+ * allowed: auto sets enable_uring and takes io_uring. */
+static void auto_modes(const char *path)
+{
+	struct mounted m;
+	FILE *f = fopen(IO_URING_DISABLED, "r");
+
+	if (f) {
+		old_disabled = (char)fgetc(f);
+		fclose(f);
+		set_disabled('2');
+		CHECK(mount_file(path, FUSEDEV_URING_AUTO, &m) == 0);
+		CHECK(!fusedev_uses_uring(m.d));
+		write_once(path, 0xa5);
+		unmount_file(&m);
+		set_disabled(old_disabled);
+		puts("fuse_uring: auto with io_uring disabled serves by /dev/fuse reads");
+	} else {
+		puts("fuse_uring: no " IO_URING_DISABLED ", the fallback part skipped");
+	}
+	set_enable('N');
+	if (mount_file(path, FUSEDEV_URING_AUTO, &m))
+		return; /* main's on says why */
+	if (fusedev_uses_uring(m.d))
+		puts("fuse_uring: auto with enable_uring N set it and serves over io_uring");
+	write_once(path, 0x5a);
 	unmount_file(&m);
-	puts("fuse_uring: auto with enable_uring N serves by /dev/fuse reads");
 }
 
 int main(void)
@@ -221,9 +263,10 @@ int main(void)
 	CHECK((fd = mkstemp(path)) >= 0);
 	close(fd);
 	CHECK((ram = calloc(1, SIZE)) != NULL);
-	auto_falls_back(path);
+	auto_modes(path);
 	off_cpu = off_ring = 0; /* those were served by readers on any CPU */
 
+	set_enable('N');
 	err = mount_file(path, FUSEDEV_URING_ON, &m); /* sets enable_uring to Y */
 	if (err == -EOPNOTSUPP || err == -EPERM || err == -ENODEV) {
 		unlink(path);

@@ -344,9 +344,12 @@ int fusedev_serve(struct fusedev *d, unsigned threads, uint64_t spin_ns)
 
 #define ENABLE_URING "/sys/module/fuse/parameters/enable_uring"
 
-/* swap-uring on: the kernel offers io_uring in INIT only while the fuse
- * module's enable_uring is Y when the file is mounted; root may set it. */
-static void enable_uring(void)
+/* swap-uring auto and on: the kernel offers io_uring in INIT only while
+ * the fuse module's enable_uring is Y when the file is mounted; root may
+ * set it. Decision (docs/SWAP.md S10): auto sets it too, since Y only lets
+ * a FUSE server ask for io_uring (no other one changes unless it asks), and
+ * it made swap-ins faster here. */
+static void enable_uring(enum fusedev_uring mode)
 {
 	char v = 0;
 	FILE *f = fopen(ENABLE_URING, "r");
@@ -364,7 +367,7 @@ static void enable_uring(void)
 		log_warn("cannot set %s to Y: %m", ENABLE_URING);
 		return;
 	}
-	log_info("set %s to Y (swap-uring on)", ENABLE_URING);
+	log_info("set %s to Y (swap-uring %s)", ENABLE_URING, mode == FUSEDEV_URING_ON ? "on" : "auto");
 }
 
 /* Before INIT is answered: the rings, when mode and the kernel allow.
@@ -450,8 +453,8 @@ int fusedev_mount(const char *path, uint64_t size, const struct fusedev_ops *ops
 		return -ENOMEM;
 	*d = (struct fusedev){ .size = size, .ops = ops, .ctx = ctx };
 	snprintf(d->path, sizeof(d->path), "%s", path);
-	if (uring == FUSEDEV_URING_ON)
-		enable_uring();
+	if (uring != FUSEDEV_URING_OFF)
+		enable_uring(uring);
 	d->fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
 	if (d->fd < 0) {
 		err = -errno;

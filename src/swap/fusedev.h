@@ -21,9 +21,10 @@ struct fusedev_ops {
 struct fusedev;
 
 /* How requests reach us (option swap-uring, in its order; docs/SWAP.md
- * S10): auto takes FUSE over io_uring when the kernel offers it and falls
- * back to /dev/fuse reads (with a warning); on sets the fuse module's
- * enable_uring (root) and fails without it; off reads /dev/fuse. */
+ * S10): auto and on set the fuse module's enable_uring (root) and take
+ * FUSE over io_uring; auto falls back to /dev/fuse reads (with a warning)
+ * where the kernel does not offer it or refuses it, on fails; off reads
+ * /dev/fuse. */
 enum fusedev_uring { FUSEDEV_URING_AUTO, FUSEDEV_URING_ON, FUSEDEV_URING_OFF };
 
 /* Mounts a file of size bytes on path (an existing regular file, root
