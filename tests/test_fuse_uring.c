@@ -20,10 +20,11 @@
 #define REGION (SIZE / MAX_CPUS) /* each CPU's thread writes its own part of the file */
 #define ROUNDS 200
 
-static uint8_t *ram;
 static char old_enable = 'N';
 static unsigned ncpu;
-static uint64_t reads, writes, discarded, off_cpu, off_ring;
+static uint64_t off_cpu, off_ring;
+
+#include "fusedev_ram.h"
 
 /* A request for region r came from the thread pinned to CPU r: its
  * queue's thread, pinned there too, serves it. */
@@ -39,56 +40,24 @@ static void note_cpu(uint64_t off)
 		__atomic_fetch_add(&off_ring, 1, __ATOMIC_RELAXED); /* served by a /dev/fuse reader */
 }
 
-static int ram_read(void *ctx, uint64_t off, uint32_t len, void *dst)
-{
-	(void)ctx;
-	note_cpu(off);
-	memcpy(dst, ram + off, len);
-	__atomic_fetch_add(&reads, 1, __ATOMIC_RELAXED);
-	return 0;
-}
 
-static int ram_write(void *ctx, uint64_t off, uint32_t len, const void *src)
+/* One character into a sysfs or procfs file (best effort). */
+static void put_char(const char *path, char v)
 {
-	(void)ctx;
-	note_cpu(off);
-	memcpy(ram + off, src, len);
-	__atomic_fetch_add(&writes, 1, __ATOMIC_RELAXED);
-	return 0;
-}
-
-static int ram_discard(void *ctx, uint64_t off, uint64_t len)
-{
-	(void)ctx;
-	memset(ram + off, 0, len);
-	__atomic_fetch_add(&discarded, len, __ATOMIC_RELAXED);
-	return 0;
-}
-
-static const struct fusedev_ops ops = { ram_read, ram_write, ram_discard };
-
-static void set_enable(char v)
-{
-	FILE *f = fopen(ENABLE, "w");
+	FILE *f = fopen(path, "w");
 
 	if (f) {
 		fputc(v, f);
 		fclose(f);
 	}
 }
+
+static void set_enable(char v) { put_char(ENABLE, v); }
 
 #define IO_URING_DISABLED "/proc/sys/kernel/io_uring_disabled"
 static char old_disabled; /* 0: not read */
 
-static void set_disabled(char v)
-{
-	FILE *f = fopen(IO_URING_DISABLED, "w");
-
-	if (f) {
-		fputc(v, f);
-		fclose(f);
-	}
-}
+static void set_disabled(char v) { put_char(IO_URING_DISABLED, v); }
 
 static void restore_enable(void)
 {
@@ -258,6 +227,7 @@ int main(void)
 	old_enable = (char)fgetc(f);
 	fclose(f);
 	atexit(restore_enable);
+	ram_hook = note_cpu;
 	ncpu = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
 	ncpu = ncpu > MAX_CPUS ? MAX_CPUS : ncpu;
 	CHECK((fd = mkstemp(path)) >= 0);

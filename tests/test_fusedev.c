@@ -16,34 +16,7 @@
 
 #define SIZE (8u << 20)
 
-static uint8_t *ram;
-static uint64_t discarded, writes, reads;
-
-static int ram_read(void *ctx, uint64_t off, uint32_t len, void *dst)
-{
-	(void)ctx;
-	memcpy(dst, ram + off, len);
-	__atomic_fetch_add(&reads, 1, __ATOMIC_RELAXED);
-	return 0;
-}
-
-static int ram_write(void *ctx, uint64_t off, uint32_t len, const void *src)
-{
-	(void)ctx;
-	memcpy(ram + off, src, len);
-	__atomic_fetch_add(&writes, 1, __ATOMIC_RELAXED);
-	return 0;
-}
-
-static int ram_discard(void *ctx, uint64_t off, uint64_t len)
-{
-	(void)ctx;
-	memset(ram + off, 0, len);
-	__atomic_fetch_add(&discarded, len, __ATOMIC_RELAXED);
-	return 0;
-}
-
-static const struct fusedev_ops ops = { ram_read, ram_write, ram_discard };
+#include "fusedev_ram.h"
 
 /* The path the swap device takes: a loop device with direct I/O on the
  * file; a write to the loop device lands in the array. Skipped without
