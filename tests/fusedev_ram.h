@@ -1,7 +1,8 @@
 /* fusedev_ram.h: what the FUSE file tests share: the file's content as a
  * RAM array (ram, allocated by the test), fusedev callbacks that count
  * requests and bytes discarded, and a hook each read and write calls
- * first (NULL: none). Include after fusedev.h. */
+ * first (NULL: none); a loop device with direct I/O on the file, as the
+ * swap device has. Include after fusedev.h and testing.h. */
 #ifndef COMEX_TESTS_FUSEDEV_RAM_H
 #define COMEX_TESTS_FUSEDEV_RAM_H
 
@@ -38,5 +39,27 @@ static int ram_discard(void *ctx, uint64_t off, uint64_t len)
 }
 
 static const struct fusedev_ops ops = { ram_read, ram_write, ram_discard };
+
+/* losetup --direct-io on path: 0 with dev (/dev/loopN), -1 when there is
+ * no losetup or no free loop device. */
+static int loop_attach(const char *path, char *dev, int cap)
+{
+	char cmd[512];
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "losetup --direct-io=on --find --show %s 2>/dev/null", path);
+	if (!(p = popen(cmd, "r")) || !fgets(dev, cap, p) || pclose(p) != 0 || strncmp(dev, "/dev/loop", 9))
+		return -1;
+	dev[strcspn(dev, "\n")] = 0;
+	return 0;
+}
+
+static void loop_detach(const char *dev)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "losetup -d %s", dev);
+	CHECK(system(cmd) == 0);
+}
 
 #endif

@@ -140,17 +140,14 @@ static void on_every_cpu(const char *path)
 /* The swap device's path: a loop device with direct I/O on the file. */
 static void through_loop(const char *path)
 {
-	char cmd[512], dev[64] = "";
+	char dev[64] = "";
 	uint8_t *buf;
-	FILE *p;
 	int fd;
 
-	snprintf(cmd, sizeof(cmd), "losetup --direct-io=on --find --show %s 2>/dev/null", path);
-	if (!(p = popen(cmd, "r")) || !fgets(dev, sizeof(dev), p) || pclose(p) != 0 || strncmp(dev, "/dev/loop", 9)) {
+	if (loop_attach(path, dev, sizeof(dev))) {
 		puts("fuse_uring: no loop device here, that part skipped");
 		return;
 	}
-	dev[strcspn(dev, "\n")] = 0;
 	CHECK((fd = open(dev, O_RDWR | O_DIRECT)) >= 0);
 	CHECK((buf = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) != MAP_FAILED);
 	for (int i = 0; i < 8; i++) {
@@ -164,8 +161,7 @@ static void through_loop(const char *path)
 	}
 	close(fd);
 	munmap(buf, 1 << 20);
-	snprintf(cmd, sizeof(cmd), "losetup -d %s", dev);
-	CHECK(system(cmd) == 0);
+	loop_detach(dev);
 	printf("fuse_uring: %s with direct I/O reached the file over io_uring\n", dev);
 }
 

@@ -23,17 +23,14 @@
  * losetup or free loop devices. */
 static void through_loop(const char *path)
 {
-	char cmd[512], dev[64] = "";
+	char dev[64] = "";
 	uint8_t *buf;
-	FILE *p;
 	int fd;
 
-	snprintf(cmd, sizeof(cmd), "losetup --direct-io=on --find --show %s 2>/dev/null", path);
-	if (!(p = popen(cmd, "r")) || !fgets(dev, sizeof(dev), p) || pclose(p) != 0 || strncmp(dev, "/dev/loop", 9)) {
+	if (loop_attach(path, dev, sizeof(dev))) {
 		puts("fusedev: no loop device here, that part skipped");
 		return;
 	}
-	dev[strcspn(dev, "\n")] = 0;
 	CHECK((fd = open(dev, O_RDWR | O_DIRECT)) >= 0);
 	CHECK((buf = mmap(NULL, 65536, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) != MAP_FAILED);
 	memset(buf, 0xc5, 65536);
@@ -43,8 +40,7 @@ static void through_loop(const char *path)
 	CHECK(pread(fd, buf, 65536, 1 << 20) == 65536 && buf[0] == 0xc5 && buf[65535] == 0xc5);
 	close(fd);
 	munmap(buf, 65536);
-	snprintf(cmd, sizeof(cmd), "losetup -d %s", dev);
-	CHECK(system(cmd) == 0);
+	loop_detach(dev);
 	printf("fusedev: %s with direct I/O reached the file\n", dev);
 }
 
