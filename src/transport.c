@@ -1,605 +1,76 @@
-/* UCX usage: AM id TP_AM_ID carries every control message, sent eager-only
- * with the REPLY flag so the receiver learns the sending endpoint; data moves
- * with ucp_get_nbx/ucp_put_nbx against the one region a listener registers.
- * Endpoints use peer error handling so a dead peer fails requests instead of
- * hanging them. */
-#include "transport.h"
+/* transport: picks a backend at tp_create and forwards every call to it
+ * (docs/DECISIONS.md, "native TCP"). */
+#include "transport_impl.h"
 
-#include <errno.h>
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <poll.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include <dirent.h>
+#include <stdbool.h>
 #include <string.h>
-#include <time.h>
-#include <ucp/api/ucp.h>
 
-#include "clock.h"
-#include "log.h"
-#include "wakeup.h"
-#include "netaddr.h"
 
-#define TP_AM_ID 7      /* control message in the AM data */
-#define TP_AM_BULK_ID 8 /* message in the AM header, pages in the AM data */
-
-struct tp_ep {
-	struct tp *t;
-	ucp_ep_h ep;
-	ucp_rkey_h rkey;
-	void *user;
-	unsigned inflight;  /* RMA ops and bulk receives whose callback has not run yet */
-	struct tp_ep *next, **pprev;
-};
-
-struct tp {
-	ucp_context_h ctx;
-	ucp_worker_h worker;
-	int efd;
-	ucp_listener_h listener;
-	ucp_mem_h memh;
-	void *rkey_buf;
-	size_t rkey_len;
-	struct tp_callbacks cb;
-	struct tp_ep *eps;
-	bool rma, copy_bulk;
-	uint64_t late_events;   /* progress found work after a poll timed out */
-};
-
-struct rma_ctx { struct tp_ep *ep; struct tp_op *op; };
-
-/* The one place UCX status codes become errno values. */
-static int tp_err(ucs_status_t st)
+/* An RDMA device is what UCX brings that kernel sockets cannot: one that
+ * the kernel lists under /sys/class/infiniband (InfiniBand, RoCE, iWARP). */
+static bool rdma_present(void)
 {
-	switch (st) {
-	case UCS_OK: return 0;
-	case UCS_INPROGRESS: return -EINPROGRESS;
-	case UCS_ERR_NO_MEMORY: return -ENOMEM;
-	case UCS_ERR_INVALID_PARAM: return -EINVAL;
-	case UCS_ERR_UNREACHABLE: return -EHOSTUNREACH;
-	case UCS_ERR_INVALID_ADDR: return -EADDRNOTAVAIL;
-	case UCS_ERR_BUSY: return -EBUSY;
-	case UCS_ERR_CANCELED: return -ECANCELED;
-	case UCS_ERR_TIMED_OUT: case UCS_ERR_ENDPOINT_TIMEOUT: return -ETIMEDOUT;
-	case UCS_ERR_CONNECTION_RESET: return -ECONNRESET;
-	case UCS_ERR_REJECTED: return -ECONNREFUSED;
-	case UCS_ERR_NOT_CONNECTED: return -ENOTCONN;
-	case UCS_ERR_UNSUPPORTED: return -EOPNOTSUPP;
-	case UCS_ERR_EXCEEDS_LIMIT: case UCS_ERR_OUT_OF_RANGE: return -EMSGSIZE;
-	case UCS_ERR_NO_DEVICE: case UCS_ERR_NO_RESOURCE: return -ENODEV;
-	default: return -EIO;
-	}
-}
+	DIR *d = opendir("/sys/class/infiniband");
+	struct dirent *de;
+	bool found = false;
 
-static struct tp_ep *find_ep(struct tp *t, ucp_ep_h ep)
-{
-	for (struct tp_ep *e = t->eps; e; e = e->next)
-		if (e->ep == ep)
-			return e;
-	return NULL;
-}
-
-static struct tp_ep *sender(struct tp *t, const ucp_am_recv_param_t *param, size_t len)
-{
-	struct tp_ep *e = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ?
-			  find_ep(t, param->reply_ep) : NULL;
-
-	if (!e)
-		log_warn("dropped a %zu-byte message from an unknown endpoint", len);
-	return e;
-}
-
-static ucs_status_t am_recv(void *arg, const void *header, size_t header_len, void *data,
-			    size_t len, const ucp_am_recv_param_t *param)
-{
-	struct tp *t = arg;
-	struct tp_ep *e = sender(t, param, len);
-
-	(void)header;
-	(void)header_len;
-	if (!e)
-		return UCS_OK;
-	/* A rendezvous message means a peer ignored the eager-only contract and
-	 * the size limit; hand over no bytes so it is rejected as malformed. */
-	if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
-		data = NULL, len = 0;
-	t->cb.recv(t->cb.arg, e, e->user, data, len, NULL);
-	return UCS_OK;
-}
-
-static ucs_status_t am_recv_bulk(void *arg, const void *header, size_t header_len, void *data,
-				 size_t len, const ucp_am_recv_param_t *param)
-{
-	struct tp *t = arg;
-	struct tp_ep *e = sender(t, param, len);
-	struct tp_bulk b = { data, len, (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 };
-
-	/* Unclaimed rendezvous data is dropped by UCX when we return UCS_OK. */
-	if (e)
-		t->cb.recv(t->cb.arg, e, e->user, header, header_len, &b);
-	return UCS_OK;
-}
-
-struct bulk_ctx { void (*done)(void *arg, int status); void *arg; struct tp_ep *ep; };
-
-static void bulk_done(void *req, ucs_status_t st, size_t len, void *arg)
-{
-	struct bulk_ctx bc = *(struct bulk_ctx *)arg;
-
-	(void)len;
-	free(arg);
-	ucp_request_free(req);
-	bc.ep->inflight--;
-	bc.done(bc.arg, tp_err(st));
-}
-
-int tp_recv_bulk(struct tp_ep *e, struct tp_bulk *b, void *dst, void (*done)(void *arg, int status), void *arg)
-{
-	ucp_request_param_t p = {
-		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
-		.cb.recv_am = bulk_done,
-	};
-	struct bulk_ctx *bc;
-	void *req;
-
-	if (!b->rndv) {
-		memcpy(dst, b->desc, b->len);
-		done(arg, 0);
-		return 0;
-	}
-	bc = malloc(sizeof(*bc));
-	if (!bc)
-		return -ENOMEM;
-	*bc = (struct bulk_ctx){ done, arg, e };
-	p.user_data = bc;
-	req = ucp_am_recv_data_nbx(e->t->worker, b->desc, dst, b->len, &p);
-	if (UCS_PTR_IS_PTR(req)) {
-		e->inflight++;
-		return 0;
-	}
-	free(bc);
-	if (UCS_PTR_IS_ERR(req))
-		return tp_err(UCS_PTR_STATUS(req));
-	done(arg, 0);
-	return 0;
-}
-
-static void ep_error(void *arg, ucp_ep_h ep, ucs_status_t st)
-{
-	struct tp_ep *e = arg;
-
-	(void)ep;
-	if (e->t->cb.error)
-		e->t->cb.error(e->t->cb.arg, e, e->user, tp_err(st));
-}
-
-/* UCX leaves its shared-memory transports out of endpoints that ask for peer
- * error handling (ours all do) unless MM_ERROR_HANDLING is on; and by default
- * it moves messages above a few KiB by rendezvous over the TCP lane. With
- * eager copies through the shared FIFOs up to 1 MiB, a validated 64 KiB read
- * took 10 us instead of 80 (docs/TRANSPORT.md). A UCX_* variable the user
- * set wins; a UCX_TLS without shared memory leaves both alone (UCX would warn
- * that no transport uses the setting). */
-static ucs_status_t config_shm(ucp_config_t *config)
-{
-	static const char *const kv[][2] = { { "MM_ERROR_HANDLING", "y" }, { "RNDV_THRESH", "1M" } };
-	const char *tls = getenv("UCX_TLS");
-	ucs_status_t st = UCS_OK;
-	char env[64];
-
-	if (tls && !strstr(tls, "all") && !strstr(tls, "sm") && !strstr(tls, "mm") &&
-	    !strstr(tls, "posix") && !strstr(tls, "sysv"))
-		return UCS_OK;
-	for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]) && st == UCS_OK; i++) {
-		snprintf(env, sizeof(env), "UCX_%s", kv[i][0]);
-		if (!getenv(env))
-			st = ucp_config_modify(config, kv[i][0], kv[i][1]);
-	}
-	return st;
+	while (d && !found && (de = readdir(d)))
+		found = de->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return found;
 }
 
 int tp_create(const struct tp_callbacks *cb, unsigned flags, struct tp **out)
 {
-	bool rma = flags & TP_RMA;
-	ucp_params_t params = {
-		.field_mask = UCP_PARAM_FIELD_FEATURES,
-		.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP | (rma ? UCP_FEATURE_RMA : 0),
-	};
-	ucp_worker_params_t wparams = {
-		.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
-		.thread_mode = UCS_THREAD_MODE_SINGLE,
-	};
-	ucp_am_handler_param_t am = {
-		.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-			      UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS,
-		.id = TP_AM_ID, .cb = am_recv, .flags = UCP_AM_FLAG_WHOLE_MSG,
-	};
-	ucp_config_t *config;
-	ucs_status_t st;
-	struct tp *t = calloc(1, sizeof(*t));
-	int err;
+	bool ucx = (flags & (TP_UCX | TP_SHM)) || ((flags & TP_AUTO) && rdma_present());
 
-	if (!t)
-		return -ENOMEM;
-	t->cb = *cb;
-	st = ucp_config_read(NULL, NULL, &config);
-	if (st != UCS_OK)
-		goto fail_config;
-	if (flags & TP_SHM)
-		st = config_shm(config);
-	if (st == UCS_OK)
-		st = ucp_init(&params, config, &t->ctx);
-	ucp_config_release(config);
-	if (st != UCS_OK)
-		goto fail_config;
-	st = ucp_worker_create(t->ctx, &wparams, &t->worker);
-	if (st != UCS_OK)
-		goto cleanup_ctx;
-	st = ucp_worker_get_efd(t->worker, &t->efd);
-	if (st != UCS_OK)
-		goto cleanup_worker;
-	am.arg = t;
-	st = ucp_worker_set_am_recv_handler(t->worker, &am);
-	if (st != UCS_OK)
-		goto cleanup_worker;
-	am.id = TP_AM_BULK_ID;
-	am.cb = am_recv_bulk;
-	st = ucp_worker_set_am_recv_handler(t->worker, &am);
-	if (st != UCS_OK)
-		goto cleanup_worker;
-	t->rma = rma;
-	t->copy_bulk = flags & TP_COPY_BULK;
-	*out = t;
-	return 0;
-
-cleanup_worker:
-	ucp_worker_destroy(t->worker);
-cleanup_ctx:
-	ucp_cleanup(t->ctx);
-fail_config:
-	err = tp_err(st);
-	log_error("UCX initialisation failed: %s", ucs_status_string(st));
-	free(t);
-	return err;
-}
-
-static void ep_link(struct tp *t, struct tp_ep *e)
-{
-	e->next = t->eps;
-	if (e->next)
-		e->next->pprev = &e->next;
-	e->pprev = &t->eps;
-	t->eps = e;
-}
-
-void tp_close(struct tp_ep *e)
-{
-	ucp_request_param_t param = { .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-				      .flags = UCP_EP_CLOSE_FLAG_FORCE };
-	void *req;
-
-	*e->pprev = e->next;
-	if (e->next)
-		e->next->pprev = e->pprev;
-	if (e->ep) {
-		req = ucp_ep_close_nbx(e->ep, &param);
-		/* A forced close fails everything in flight without talking to
-		 * the peer, so this loop is bounded by local work only. */
-		while (UCS_PTR_IS_PTR(req) && ucp_request_check_status(req) == UCS_INPROGRESS)
-			ucp_worker_progress(e->t->worker);
-		if (UCS_PTR_IS_PTR(req))
-			ucp_request_free(req);
-	}
-	while (e->inflight)
-		ucp_worker_progress(e->t->worker);
-	if (e->rkey)
-		ucp_rkey_destroy(e->rkey);
-	free(e);
+	return ucx ? tp_ucx_create(cb, flags, out) : tp_tcp_create(cb, flags, out);
 }
 
 void tp_destroy(struct tp *t)
 {
-	if (!t)
-		return;
-	while (t->eps)
-		tp_close(t->eps);
-	if (t->listener)
-		ucp_listener_destroy(t->listener);
-	if (t->rkey_buf)
-		ucp_rkey_buffer_release(t->rkey_buf);
-	if (t->memh)
-		ucp_mem_unmap(t->ctx, t->memh);
-	ucp_worker_destroy(t->worker);
-	ucp_cleanup(t->ctx);
-	free(t);
-}
-
-static ucp_ep_params_t ep_params(struct tp_ep *e)
-{
-	return (ucp_ep_params_t){
-		.field_mask = UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER,
-		.err_mode = UCP_ERR_HANDLING_MODE_PEER,
-		.err_handler = { .cb = ep_error, .arg = e },
-	};
-}
-
-static void on_conn_request(ucp_conn_request_h req, void *arg)
-{
-	struct tp *t = arg;
-	struct tp_ep *e = calloc(1, sizeof(*e));
-	ucp_ep_params_t p;
-	ucs_status_t st;
-
-	if (!e) {
-		log_error("out of memory accepting a client; rejecting it");
-		ucp_listener_reject(t->listener, req);
-		return;
-	}
-	e->t = t;
-	e->user = t->cb.accept(t->cb.arg, e);
-	if (!e->user) {
-		ucp_listener_reject(t->listener, req);
-		free(e);
-		return;
-	}
-	p = ep_params(e);
-	p.field_mask |= UCP_EP_PARAM_FIELD_CONN_REQUEST;
-	p.conn_request = req;
-	st = ucp_ep_create(t->worker, &p, &e->ep);
-	ep_link(t, e);
-	if (st != UCS_OK) {
-		log_error("cannot create an endpoint for a new client: %s", ucs_status_string(st));
-		e->ep = NULL;
-		t->cb.error(t->cb.arg, e, e->user, tp_err(st));
-	}
-}
-
-static int register_region(struct tp *t, void *addr, size_t len)
-{
-	ucp_mem_map_params_t mp = {
-		.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH,
-		.address = addr, .length = len,
-	};
-	ucs_status_t st = ucp_mem_map(t->ctx, &mp, &t->memh);
-
-	if (st != UCS_OK) {
-		log_error("cannot register the %zu-byte pool at %p with UCX: %s", len, addr, ucs_status_string(st));
-		return tp_err(st);
-	}
-	st = ucp_rkey_pack(t->ctx, t->memh, &t->rkey_buf, &t->rkey_len);
-	if (st != UCS_OK) {
-		log_error("cannot pack the pool's remote key: %s", ucs_status_string(st));
-		return tp_err(st);
-	}
-	return 0;
-}
-
-static int listen_info(struct tp *t, struct tp_listen_info *out)
-{
-	ucp_listener_attr_t attr = { .field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR };
-	ucs_status_t st = ucp_listener_query(t->listener, &attr);
-
-	if (st != UCS_OK) {
-		log_error("cannot query the listener's address: %s", ucs_status_string(st));
-		return tp_err(st);
-	}
-	out->port = ntohs(attr.sockaddr.ss_family == AF_INET6 ?
-			  ((struct sockaddr_in6 *)&attr.sockaddr)->sin6_port :
-			  ((struct sockaddr_in *)&attr.sockaddr)->sin_port);
-	out->rkey = t->rkey_buf;
-	out->rkey_len = t->rkey_len;
-	return 0;
+	if (t)
+		t->ops->destroy(t);
 }
 
 int tp_listen(struct tp *t, const char *hostport, void *addr, size_t len, struct tp_listen_info *out)
 {
-	struct sockaddr_storage ss;
-	socklen_t sslen;
-	ucp_listener_params_t lp = {
-		.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER,
-		.conn_handler = { .cb = on_conn_request, .arg = t },
-	};
-	ucs_status_t st;
-	int err = netaddr_resolve(hostport, &ss, &sslen);
-
-	if (err)
-		return err;
-	if (t->rma && (err = register_region(t, addr, len)))
-		return err;
-	lp.sockaddr.addr = (struct sockaddr *)&ss;
-	lp.sockaddr.addrlen = sslen;
-	st = ucp_listener_create(t->worker, &lp, &t->listener);
-	if (st != UCS_OK) {
-		log_error("cannot listen on %s: %s", hostport, ucs_status_string(st));
-		return tp_err(st) == -EBUSY ? -EADDRINUSE : tp_err(st);
-	}
-	return listen_info(t, out);
+	return t->ops->listen(t, hostport, addr, len, out);
 }
 
 int tp_connect(struct tp *t, const char *hostport, void *user, struct tp_ep **out)
 {
-	struct sockaddr_storage ss;
-	socklen_t sslen;
-	struct tp_ep *e;
-	ucp_ep_params_t p;
-	ucs_status_t st;
-	int err = netaddr_resolve(hostport, &ss, &sslen);
-
-	if (err)
-		return err;
-	e = calloc(1, sizeof(*e));
-	if (!e)
-		return -ENOMEM;
-	e->t = t;
-	e->user = user;
-	p = ep_params(e);
-	p.field_mask |= UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR;
-	p.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
-	p.sockaddr.addr = (struct sockaddr *)&ss;
-	p.sockaddr.addrlen = sslen;
-	st = ucp_ep_create(t->worker, &p, &e->ep);
-	if (st != UCS_OK) {
-		log_error("cannot connect to %s: %s", hostport, ucs_status_string(st));
-		free(e);
-		return tp_err(st);
-	}
-	ep_link(t, e);
-	*out = e;
-	return 0;
+	return t->ops->connect(t, hostport, user, out);
 }
 
-static void send_done(void *req, ucs_status_t st, void *buf)
+void tp_close(struct tp_ep *ep)
 {
-	if (st != UCS_OK && st != UCS_ERR_CANCELED)
-		log_debug("message send failed: %s", ucs_status_string(st));
-	free(buf);
-	ucp_request_free(req);
+	ep->ops->close(ep);
 }
 
-int tp_send(struct tp_ep *e, const void *msg, size_t len, const void *bulk, size_t bulk_len)
+int tp_send(struct tp_ep *ep, const void *msg, size_t len, const void *bulk, size_t bulk_len)
 {
-	ucp_request_param_t p = {
-		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-				UCP_OP_ATTR_FIELD_FLAGS,
-		.flags = UCP_AM_SEND_FLAG_REPLY | (bulk ? 0 : UCP_AM_SEND_FLAG_EAGER),
-		.cb.send = send_done,
-	};
-	size_t copied = bulk && e->t->copy_bulk ? bulk_len : 0;
-	void *buf, *req;
-
-	if (!e->ep)
-		return -ENOTCONN;
-	/* Our copy of msg lives until completion: UCX may read an AM header
-	 * after ucp_am_send_nbx returns when it sends by rendezvous. */
-	buf = malloc(len + copied);
-	if (!buf)
-		return -ENOMEM;
-	memcpy(buf, msg, len);
-	if (copied)
-		bulk = memcpy((char *)buf + len, bulk, copied);
-	p.user_data = buf;
-	if (bulk)
-		req = ucp_am_send_nbx(e->ep, TP_AM_BULK_ID, buf, len, bulk, bulk_len, &p);
-	else
-		req = ucp_am_send_nbx(e->ep, TP_AM_ID, NULL, 0, buf, len, &p);
-	if (UCS_PTR_IS_PTR(req))
-		return 0;
-	free(buf);
-	return tp_err(UCS_PTR_STATUS(req));
+	return ep->ops->send(ep, msg, len, bulk, bulk_len);
 }
 
-int tp_set_rkey(struct tp_ep *e, const void *rkey, size_t len)
+int tp_recv_bulk(struct tp_ep *ep, struct tp_bulk *b, void *dst, void (*done)(void *arg, int status), void *arg)
 {
-	ucs_status_t st;
-
-	(void)len;
-	if (e->rkey)
-		return -EALREADY;
-	st = ucp_ep_rkey_unpack(e->ep, rkey, &e->rkey);
-	if (st != UCS_OK) {
-		log_error("cannot unpack a %zu-byte remote key: %s", len, ucs_status_string(st));
-		return tp_err(st);
-	}
-	return 0;
+	return ep->ops->recv_bulk(ep, b, dst, done, arg);
 }
 
-static void rma_done(void *req, ucs_status_t st, void *arg)
+int tp_set_rkey(struct tp_ep *ep, const void *rkey, size_t len)
 {
-	struct rma_ctx *rc = arg;
-
-	rc->op->status = tp_err(st);
-	rc->op->done = true;
-	rc->ep->inflight--;
-	free(rc);
-	ucp_request_free(req);
+	return ep->ops->set_rkey(ep, rkey, len);
 }
 
-int tp_rma(struct tp_ep *e, enum tp_rma_kind kind, void *local, size_t len, uint64_t raddr, struct tp_op *op)
+int tp_rma(struct tp_ep *ep, enum tp_rma_kind kind, void *local, size_t len, uint64_t raddr, struct tp_op *op)
 {
-	ucp_request_param_t p = {
-		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
-		.cb.send = rma_done,
-	};
-	struct rma_ctx *rc;
-	void *req;
-
-	if (!e->ep || (kind != TP_FLUSH && !e->rkey))
-		return -ENOTCONN;
-	rc = malloc(sizeof(*rc));
-	if (!rc)
-		return -ENOMEM;
-	*rc = (struct rma_ctx){ e, op };
-	p.user_data = rc;
-	op->done = false;
-	if (kind == TP_GET)
-		req = ucp_get_nbx(e->ep, local, len, raddr, e->rkey, &p);
-	else if (kind == TP_PUT)
-		req = ucp_put_nbx(e->ep, local, len, raddr, e->rkey, &p);
-	else
-		req = ucp_ep_flush_nbx(e->ep, &p);
-	if (UCS_PTR_IS_PTR(req)) {
-		e->inflight++;
-		return 0;
-	}
-	free(rc);
-	if (UCS_PTR_IS_ERR(req))
-		return tp_err(UCS_PTR_STATUS(req));
-	op->status = 0;
-	op->done = true;
-	return 0;
+	return ep->ops->rma(ep, kind, local, len, raddr, op);
 }
-
-#define STALL_NS 3000000000ull /* a pass of the loop below that long was a freeze */
-/* Longest sleep on the event fd. UCX over TCP sometimes has work without
- * signalling the fd (seen as stalls of seconds under load with 1 s sleeps);
- * waking 100 times a second bounds what a missed wake-up costs, for a few
- * µs of CPU per wake. */
-#define POLL_MS 10
 
 int tp_run(struct tp *t, bool (*done)(void *arg), void *arg, uint64_t spin_ns, uint64_t timeout_ns)
 {
-	uint64_t start = now_ns(), last = start, prev = start;
-	bool slept_out = false;
-
-	for (;;) {
-		unsigned n = 0, k;
-		uint64_t now;
-		struct pollfd pfd = { .fd = t->efd, .events = POLLIN };
-		int ms = POLL_MS, rc;
-
-		while ((k = ucp_worker_progress(t->worker)))
-			n += k;
-		if (n && slept_out && !t->late_events++)
-			log_info("UCX had work although its event fd stayed quiet for %d ms; "
-				 "waking every %d ms to make up for missed wake-ups", POLL_MS, POLL_MS);
-		slept_out = false;
-		if (done(arg))
-			return 0;
-		now = now_ns();
-		/* Each pass takes at most a 10 ms poll plus progress; a much longer
-		 * gap means this process (or the VM) was frozen, not that the peer
-		 * was slow, so that time does not count against the timeout. */
-		if (now - prev > STALL_NS)
-			start += now - prev;
-		prev = now;
-		if (n)
-			last = now;
-		if (timeout_ns && now - start >= timeout_ns)
-			return -ETIMEDOUT;
-		/* polling pays only while a CPU is free for it: on a machine with
-		 * more runnable threads than CPUs it takes the CPU of the very
-		 * thread (the program, the peer) it is waiting for */
-		if (now - last < spin_ns && wakeup_may_poll(now))
-			continue;
-		if (ucp_worker_arm(t->worker) == UCS_ERR_BUSY)
-			continue;  /* events arrived since the last progress */
-		wakeup_sleeping(now);
-		if (timeout_ns && (timeout_ns - (now - start)) / 1000000 + 1 < (uint64_t)ms)
-			ms = (int)((timeout_ns - (now - start)) / 1000000) + 1;
-		rc = poll(&pfd, 1, ms);
-		if (rc < 0 && errno == EINTR && !done(arg))
-			return -EINTR;
-		slept_out = rc == 0;
-		last = now_ns(); /* woken: spin again for the burst that follows */
-	}
+	return t->ops->run(t, done, arg, spin_ns, timeout_ns);
 }

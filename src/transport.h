@@ -1,7 +1,8 @@
-/* transport: the UCX boundary. One UCX context and worker per struct tp, used
- * by one thread at a time; control messages as UCX active messages, data as
- * one-sided get/put on a registered region. UCX status codes are converted to
- * negative errno here and nowhere else. */
+/* transport: messages with an optional bulk part of pages, and one-sided
+ * get/put on the one region a listener offers, between one struct tp (used by
+ * one thread at a time) and its peers. Two backends: kernel TCP sockets
+ * (transport_tcp.c) and UCX (transport_ucx.c: RDMA, shared memory), whose
+ * status codes become negative errno there and nowhere else. */
 #ifndef COMEX_TRANSPORT_H
 #define COMEX_TRANSPORT_H
 
@@ -53,7 +54,18 @@ enum tp_flags {
 	/* tp_send copies the bulk part too, so the caller may change it at once
 	 * (the memnode's COMEX_TEST_CORRUPT_READS test hook; costs a copy) */
 	TP_COPY_BULK = 4,
+	/* the UCX backend (with TP_SHM too); without it, or TP_AUTO on a host
+	 * with an RDMA device, kernel TCP sockets. Both ends must agree: each
+	 * greets the other with its own bytes and a mismatch fails the connection */
+	TP_UCX = 8,
+	TP_AUTO = 16,
 };
+/* Option transport's values, in its order, and the flags each sets. */
+enum tp_choice { TP_CHOICE_AUTO, TP_CHOICE_TCP, TP_CHOICE_UCX };
+static inline unsigned tp_choice_flags(unsigned choice)
+{
+	return choice == TP_CHOICE_UCX ? TP_UCX : choice == TP_CHOICE_AUTO ? TP_AUTO : 0;
+}
 int tp_create(const struct tp_callbacks *cb, unsigned flags, struct tp **out);
 void tp_destroy(struct tp *t);
 

@@ -130,9 +130,10 @@ static void execl_memnode(const struct options *o, const struct embedded_cfg *cf
 			  const char *token, unsigned first)
 {
 	char pool[24], max[24];
-	const char *argv[24] = { exe, "memnode", "--listen", "127.0.0.1:0", "--pool", pool, "--pool-max", max,
-				 "--token-file", token, "--drain-timeout", "0", "--sched", opt_str(o, OPT_SCHED) };
-	unsigned n = 14;
+	const char *argv[26] = { exe, "memnode", "--listen", "127.0.0.1:0", "--pool", pool, "--pool-max", max,
+				 "--token-file", token, "--drain-timeout", "0", "--sched", opt_str(o, OPT_SCHED),
+				 "--transport", opt_str(o, OPT_TRANSPORT) };
+	unsigned n = 16;
 
 	snprintf(pool, sizeof(pool), "%llu", (unsigned long long)cfg->pool);
 	snprintf(max, sizeof(max), "%llu", (unsigned long long)cfg->pool_max);

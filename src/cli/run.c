@@ -24,6 +24,7 @@
 #include "log.h"
 #include "memcg.h"
 #include "options.h"
+#include "transport.h"
 #include "stats.h"
 #include "sysmem.h"
 #include "uffd.h"
@@ -472,8 +473,9 @@ int run_main(struct options *o, int argc, char **argv)
 	}
 	if (!strcmp(o->v[OPT_MEMNODE].origin, "default")) {
 		/* the embedded memnode serves this program only: shared memory
-		 * with it is safe, and 6x faster than loopback TCP */
-		if (!strcmp(o->v[OPT_SHM].origin, "default"))
+		 * with it is safe, and 6x faster than loopback TCP (UCX's; unless
+		 * the user asked for comex's own TCP) */
+		if (!strcmp(o->v[OPT_SHM].origin, "default") && opt_num(o, OPT_TRANSPORT) != TP_CHOICE_TCP)
 			setenv("COMEX_SHM", "true", 1);
 		if (start_embedded(o, &e, addr, sizeof(addr)))
 			goto stop_memnode;

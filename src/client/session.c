@@ -331,7 +331,7 @@ int client_connect(const struct options *o, struct comex_client **out)
 	err = configure(c, o);
 	if (err)
 		goto cleanup_client;
-	err = tp_create(&cb, TP_RMA | (opt_num(o, OPT_SHM) ? TP_SHM : 0), &c->tp);
+	err = tp_create(&cb, TP_RMA | (opt_num(o, OPT_SHM) ? TP_SHM : 0) | tp_choice_flags(opt_num(o, OPT_TRANSPORT)), &c->tp);
 	if (err)
 		goto cleanup_client;
 	for (unsigned i = 0; !(err = opt_list_item(o, OPT_MEMNODE, i, addr, sizeof(addr))); i++)

@@ -567,8 +567,8 @@ int memnode_main(const struct options *o)
 	/* a memnode restarted on its port must listen at once, although the
 	 * connections of the one before (killed first) linger in TIME_WAIT */
 	setenv("UCX_TCP_CM_REUSEADDR", "y", 0);
-	err = tp_create(&cb, (rma ? TP_RMA : 0) | (opt_num(o, OPT_SHM) ? TP_SHM : 0) | (m.corrupt_every ? TP_COPY_BULK : 0),
-			&m.tp);
+	err = tp_create(&cb, (rma ? TP_RMA : 0) | (opt_num(o, OPT_SHM) ? TP_SHM : 0) | (m.corrupt_every ? TP_COPY_BULK : 0) |
+				tp_choice_flags(opt_num(o, OPT_TRANSPORT)), &m.tp);
 	if (err)
 		goto cleanup_pool;
 	err = tp_listen(m.tp, opt_str(o, OPT_LISTEN), pool_base(pool), max, &li);

@@ -1,0 +1,31 @@
+/* transport_impl: what the two transport backends (transport_ucx.c: UCX, for
+ * RDMA and same-host shared memory; transport_tcp.c: plain kernel sockets)
+ * share with the dispatcher in transport.c. Every struct tp and tp_ep starts
+ * with its backend's operations table; nothing else is common. */
+#ifndef COMEX_TRANSPORT_IMPL_H
+#define COMEX_TRANSPORT_IMPL_H
+
+#include "transport.h"
+
+struct tp_ops {
+	int (*listen)(struct tp *t, const char *hostport, void *addr, size_t len, struct tp_listen_info *out);
+	int (*connect)(struct tp *t, const char *hostport, void *user, struct tp_ep **out);
+	void (*close)(struct tp_ep *ep);
+	void (*destroy)(struct tp *t);
+	int (*send)(struct tp_ep *ep, const void *msg, size_t len, const void *bulk, size_t bulk_len);
+	int (*recv_bulk)(struct tp_ep *ep, struct tp_bulk *b, void *dst, void (*done)(void *arg, int status),
+			 void *arg);
+	int (*set_rkey)(struct tp_ep *ep, const void *rkey, size_t len);
+	int (*rma)(struct tp_ep *ep, enum tp_rma_kind kind, void *local, size_t len, uint64_t raddr,
+		   struct tp_op *op);
+	int (*run)(struct tp *t, bool (*done)(void *arg), void *arg, uint64_t spin_ns, uint64_t timeout_ns);
+};
+
+/* The head of every backend's struct tp and struct tp_ep. */
+struct tp { const struct tp_ops *ops; };
+struct tp_ep { const struct tp_ops *ops; };
+
+int tp_ucx_create(const struct tp_callbacks *cb, unsigned flags, struct tp **out);
+int tp_tcp_create(const struct tp_callbacks *cb, unsigned flags, struct tp **out);
+
+#endif
