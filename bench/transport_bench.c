@@ -7,8 +7,17 @@
  *       bench does not know (--memnode, --token-file, --client-spin, ...) goes
  *       to options_configure() for the client.
  *   transport_bench rawtcp --size BYTES --iters N [--cpu C] [--server-poll] [--client-poll]
- *       a plain request/response baseline over loopback TCP (TCP_NODELAY) to
- *       a forked server process holding a BYTES buffer.
+ *                          [--netns NAME --addr IP]
+ *       a plain request/response baseline over TCP (TCP_NODELAY) to a forked
+ *       server process holding a BYTES buffer, on loopback or listening on IP
+ *       inside network namespace NAME (/var/run/netns/NAME), as a memnode
+ *       there would.
+ *
+ *   --under-writes BYTES (both modes): a third timed op, "read_w": before each
+ *       read a write of BYTES to another buffer is started (not waited for),
+ *       as the pager's write-behind does, so the read shares the connection
+ *       with a write in flight; its latency runs from the read's request to
+ *       its data, and the write is waited for afterwards, untimed.
  *
  * Each run writes a fresh pattern N times, then reads it back N times (after
  * WARMUP untimed ops each) and compares the last read with what was written;
@@ -20,6 +29,7 @@
  * Exit status 0 on success, 1 on any failure (reason on stderr). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sched.h>
@@ -37,6 +47,7 @@
 
 #include "client.h"
 #include "options.h"
+#include "transport.h"
 
 #define FRAME_SIZE 4096u
 #define MAX_FRAMES 1024u            /* PROTO_MAX_RW_FRAMES: one transfer's limit */
@@ -46,7 +57,7 @@
 #define ALLOC_TRIES 64              /* client_alloc calls before giving up on a contiguous run */
 #define MAX_PASSTHROUGH 64
 
-enum op_kind { OP_WRITE = 1, OP_READ = 2 };
+enum op_kind { OP_WRITE = 1, OP_READ = 2, OP_READ_W = 3 };
 
 struct bench_args {
 	const char *mode;               /* "comex" or "rawtcp" */
@@ -54,13 +65,17 @@ struct bench_args {
 	unsigned iters;                 /* timed ops per direction */
 	int cpu;                        /* core to pin the client to; -1: none */
 	bool server_poll, client_poll;  /* rawtcp only */
+	const char *netns, *addr;       /* rawtcp only: the server's namespace and address */
+	size_t wsize;                   /* --under-writes: bytes of the write beside each read_w */
 	int nrest;                      /* comex only: arguments for options_configure */
 	char *rest[MAX_PASSTHROUGH];
 };
 
-/* One remote buffer of size bytes that ops move whole. */
+/* One remote buffer of size bytes that ops move whole; OP_READ_W also
+ * starts a write of wsize bytes to a second one first, and returns in
+ * *t0 when the read's own request went out. */
 struct target {
-	int (*op)(void *ctx, enum op_kind kind, void *buf);
+	int (*op)(void *ctx, enum op_kind kind, void *buf, uint64_t *t0);
 	void *ctx;
 	size_t size;
 };
@@ -130,12 +145,15 @@ static int measure(const struct target *t, enum op_kind kind, void *buf, unsigne
 	int err = lat ? 0 : -ENOMEM;
 
 	for (unsigned i = 0; !err && i < WARMUP; i++)
-		err = t->op(t->ctx, kind, buf);
+		err = t->op(t->ctx, kind, buf, &t0);
 	start = now_ns();
 	for (unsigned i = 0; !err && i < iters; i++) {
+		uint64_t t1;
+
 		t0 = now_ns();
-		err = t->op(t->ctx, kind, buf);
-		lat[i] = now_ns() - t0;
+		err = t->op(t->ctx, kind, buf, &t0);
+		t1 = now_ns();
+		lat[i] = t1 - t0;
 	}
 	if (!err)
 		summarise(lat, iters, t->size, now_ns() - start, s);
@@ -159,7 +177,7 @@ static void fill_pattern(uint64_t *p, size_t bytes, uint64_t seed)
 static int run_target(const struct target *t, const struct bench_args *a)
 {
 	void *wbuf = aligned_alloc(FRAME_SIZE, a->size), *rbuf = aligned_alloc(FRAME_SIZE, a->size);
-	struct op_stats ws, rs;
+	struct op_stats ws, rs, rws;
 	int err = wbuf && rbuf ? 0 : -ENOMEM;
 
 	if (!err) {
@@ -169,6 +187,10 @@ static int run_target(const struct target *t, const struct bench_args *a)
 	}
 	if (!err)
 		err = measure(t, OP_READ, rbuf, a->iters, &rs);
+	if (!err && a->wsize) {
+		memset(rbuf, 0, a->size);
+		err = measure(t, OP_READ_W, rbuf, a->iters, &rws);
+	}
 	if (!err && memcmp(wbuf, rbuf, a->size)) {
 		fprintf(stderr, "transport_bench: %s: data read back differs from data written\n", a->mode);
 		err = -EILSEQ;
@@ -176,6 +198,8 @@ static int run_target(const struct target *t, const struct bench_args *a)
 	if (!err) {
 		print_stats("write", a, &ws);
 		print_stats("read", a, &rs);
+		if (a->wsize)
+			print_stats("read_w", a, &rws);
 	}
 	free(wbuf);
 	free(rbuf);
@@ -184,15 +208,25 @@ static int run_target(const struct target *t, const struct bench_args *a)
 
 /* ----------------------------------------------------------- comex mode */
 
-struct comex_ctx { struct comex_client *c; uint32_t pfn, count; };
+struct comex_ctx { struct comex_client *c; uint32_t pfn, count, wpfn, wcount; void *wbuf; };
 
-static int comex_op(void *ctx, enum op_kind kind, void *buf)
+static int comex_op(void *ctx, enum op_kind kind, void *buf, uint64_t *t0)
 {
 	struct comex_ctx *x = ctx;
+	struct tp_op op;
+	int err;
 
+	if (kind == OP_WRITE)
+		return client_write(x->c, 0, x->pfn, x->count, buf);
 	if (kind == OP_READ)
 		return client_read(x->c, 0, x->pfn, x->count, buf);
-	return client_write(x->c, 0, x->pfn, x->count, buf);
+	err = client_write_start(x->c, 0, x->wpfn, x->wcount, x->wbuf, &op);
+	*t0 = now_ns();
+	if (!err)
+		err = client_read(x->c, 0, x->pfn, x->count, buf);
+	if (!err)
+		err = client_write_wait(x->c, 0, &op);
+	return err;
 }
 
 /* Takes `want` contiguous frames on node 0. client_alloc hands out the head
@@ -230,11 +264,16 @@ static int run_comex(const struct bench_args *a)
 	if (err)
 		return err;
 	err = alloc_run(x.c, x.count, &x.pfn);
+	x.wcount = a->wsize / FRAME_SIZE;
+	if (!err && x.wcount && !(err = alloc_run(x.c, x.wcount, &x.wpfn)))
+		err = (x.wbuf = calloc(1, a->wsize)) ? 0 : -ENOMEM;
 	if (err)
-		fprintf(stderr, "transport_bench: cannot get %u contiguous frames: %s\n", x.count, strerror(-err));
+		fprintf(stderr, "transport_bench: cannot get %u + %u contiguous frames: %s\n", x.count, x.wcount,
+			strerror(-err));
 	if (!err)
 		err = run_target(&t, a);
 	client_close(x.c);
+	free(x.wbuf);
 	return err;
 }
 
@@ -297,15 +336,21 @@ static int send_buf(int fd, const void *p, size_t len)
 	return send_full(fd, &iov, 1);
 }
 
-/* Answers one request from buf (size bytes); -ESHUTDOWN once the client
- * has closed the connection. */
-static int serve_one(int fd, void *buf, size_t size, uint64_t spin_ns)
+#define OP_SIDE_WRITE 4 /* rawtcp: the write beside a read_w, into the side buffer */
+
+/* Answers one request from buf (size bytes) or, for OP_SIDE_WRITE, into
+ * side (wsize bytes); -ESHUTDOWN once the client has closed the connection. */
+static int serve_one(int fd, void *buf, size_t size, void *side, size_t wsize, uint64_t spin_ns)
 {
 	struct raw_hdr h;
 	int err = recv_full(fd, &h, sizeof(h), spin_ns);
 
 	if (err)
 		return err;
+	if (h.op == OP_SIDE_WRITE && h.len <= wsize)
+		buf = side, size = wsize, h.op = OP_WRITE;
+	else if (h.op == OP_SIDE_WRITE)
+		return -EPROTO;
 	if (h.len > size || (h.op != OP_READ && h.op != OP_WRITE))
 		return -EPROTO;
 	if (h.op == OP_READ)
@@ -330,10 +375,10 @@ static int server_placement(bool poll)
 }
 
 /* Child process: accepts one connection and serves it until it closes. */
-static int raw_server(int lfd, size_t size, bool poll)
+static int raw_server(int lfd, size_t size, size_t wsize, bool poll)
 {
-	void *buf = calloc(1, size);
-	int one = 1, fd, err = buf ? server_placement(poll) : -ENOMEM;
+	void *buf = calloc(1, size), *side = calloc(1, wsize ? wsize : 1);
+	int one = 1, fd, err = buf && side ? server_placement(poll) : -ENOMEM;
 
 	fd = err ? -1 : accept(lfd, NULL, NULL);
 	if (!err && fd < 0)
@@ -341,28 +386,76 @@ static int raw_server(int lfd, size_t size, bool poll)
 	if (!err && setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
 		err = -errno;
 	while (!err)
-		err = serve_one(fd, buf, size, poll ? SPIN_FOREVER : 0);
+		err = serve_one(fd, buf, size, side, wsize, poll ? SPIN_FOREVER : 0);
 	if (err != -ESHUTDOWN)
 		fprintf(stderr, "transport_bench: rawtcp server: %s\n", strerror(-err));
 	free(buf);
+	free(side);
 	return err == -ESHUTDOWN ? 0 : err;
 }
 
-struct raw_ctx { int fd; size_t size; uint64_t spin_ns; };
+struct raw_ctx { int fd; size_t size; uint64_t spin_ns; size_t wsize; void *wbuf; };
 
-static int raw_op(void *ctx, enum op_kind kind, void *buf)
+/* Hands the kernel what it takes of iov now (as the comex client's first
+ * non-blocking send does); the rest goes with send_full. */
+static int send_some(int fd, struct iovec *iov, int *n)
+{
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = *n };
+	ssize_t r = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+	if (r < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+	for (; *n && (size_t)r >= iov->iov_len; iov++, --*n)
+		r -= iov->iov_len;
+	if (*n) {
+		iov->iov_base = (char *)iov->iov_base + r;
+		iov->iov_len -= r;
+	}
+	return 0;
+}
+
+static int recv_ack(struct raw_ctx *x, const struct raw_hdr *h)
+{
+	struct raw_hdr ack;
+	int err = recv_full(x->fd, &ack, sizeof(ack), x->spin_ns);
+
+	return err ? err : (ack.op == h->op && ack.len == h->len ? 0 : -EPROTO);
+}
+
+/* read_w: the side write goes out as far as it goes at once, then (t0) the
+ * read's request follows it on the stream; the write's ack comes first. */
+static int raw_read_w(struct raw_ctx *x, void *buf, uint64_t *t0)
+{
+	struct raw_hdr w = { OP_SIDE_WRITE, x->wsize }, r = { OP_READ, x->size }, wack = { OP_WRITE, x->wsize };
+	struct iovec iov[3] = { { &w, sizeof(w) }, { x->wbuf, x->wsize }, { &r, sizeof(r) } };
+	struct iovec *rest = iov;
+	int n = 2, err = send_some(x->fd, iov, &n);
+
+	*t0 = now_ns();
+	rest += 2 - n;
+	n += 1;
+	if (!err)
+		err = send_full(x->fd, rest, n);
+	if (!err)
+		err = recv_ack(x, &wack);
+	return err ? err : recv_full(x->fd, buf, x->size, x->spin_ns);
+}
+
+static int raw_op(void *ctx, enum op_kind kind, void *buf, uint64_t *t0)
 {
 	struct raw_ctx *x = ctx;
-	struct raw_hdr h = { kind, x->size }, ack;
+	struct raw_hdr h = { kind, x->size };
 	struct iovec iov[2] = { { &h, sizeof(h) }, { buf, x->size } };
-	int err = send_full(x->fd, iov, kind == OP_WRITE ? 2 : 1);
+	int err;
 
+	if (kind == OP_READ_W)
+		return raw_read_w(x, buf, t0);
+	err = send_full(x->fd, iov, kind == OP_WRITE ? 2 : 1);
 	if (err)
 		return err;
 	if (kind == OP_READ)
 		return recv_full(x->fd, buf, x->size, x->spin_ns);
-	err = recv_full(x->fd, &ack, sizeof(ack), x->spin_ns);
-	return err ? err : (ack.op == h.op && ack.len == h.len ? 0 : -EPROTO);
+	return recv_ack(x, &h);
 }
 
 /* Closes *fd after a failed call, returning that call's -errno; *fd = -1. */
@@ -375,14 +468,46 @@ static int close_fail(int *fd)
 	return err;
 }
 
-/* A listening socket on 127.0.0.1, any port; its address (and so the port
- * the kernel chose) in *sa. */
-static int raw_listen(int *lfd, struct sockaddr_in *sa)
+/* Makes the next sockets in network namespace name (NULL: ours, given back
+ * as *home, closed). */
+static int enter_netns(const char *name, int *home)
+{
+	char path[256];
+	int fd, err = 0;
+
+	if (!name) {
+		err = setns(*home, CLONE_NEWNET) ? -errno : 0;
+		close(*home);
+		return err;
+	}
+	snprintf(path, sizeof(path), "/var/run/netns/%s", name);
+	*home = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*home < 0 || fd < 0 || setns(fd, CLONE_NEWNET))
+		err = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (err && *home >= 0)
+		close(*home);
+	return err;
+}
+
+/* A listening socket on addr (NULL: 127.0.0.1), inside network namespace
+ * netns when given, any port; its address (and so the port the kernel
+ * chose) in *sa. */
+static int raw_listen(const char *netns, const char *addr, int *lfd, struct sockaddr_in *sa)
 {
 	socklen_t salen = sizeof(*sa);
+	int home = -1, err;
 
 	*sa = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	if (addr && inet_pton(AF_INET, addr, &sa->sin_addr) != 1)
+		return -EINVAL;
+	if (netns && (err = enter_netns(netns, &home)))
+		return err;
 	*lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (netns && (err = enter_netns(NULL, &home)))
+		return err;
 	if (*lfd < 0)
 		return -errno;
 	if (bind(*lfd, (struct sockaddr *)sa, sizeof(*sa)) || listen(*lfd, 1) ||
@@ -416,21 +541,25 @@ static int raw_reap(pid_t pid)
 
 static int run_rawtcp(const struct bench_args *a)
 {
-	struct raw_ctx x = { -1, a->size, a->client_poll ? CLIENT_SPIN_NS : 0 };
+	struct raw_ctx x = { -1, a->size, a->client_poll ? CLIENT_SPIN_NS : 0, a->wsize, NULL };
 	struct target t = { raw_op, &x, a->size };
 	struct sockaddr_in sa;
 	int lfd, err, rerr;
 	pid_t pid;
 
-	if ((err = raw_listen(&lfd, &sa)))
+	if (a->wsize && !(x.wbuf = calloc(1, a->wsize)))
+		return -ENOMEM;
+	if ((err = raw_listen(a->netns, a->addr, &lfd, &sa))) {
+		free(x.wbuf);
 		return err;
+	}
 	pid = fork();
 	if (pid < 0) {
 		close(lfd);
 		return -errno;
 	}
 	if (!pid)
-		_exit(raw_server(lfd, a->size, a->server_poll) ? 1 : 0);
+		_exit(raw_server(lfd, a->size, a->wsize, a->server_poll) ? 1 : 0);
 	close(lfd);
 	err = raw_connect(&sa, &x.fd);
 	if (!err)
@@ -440,6 +569,7 @@ static int run_rawtcp(const struct bench_args *a)
 	else
 		kill(pid, SIGTERM); /* never connected: the server waits in accept */
 	rerr = raw_reap(pid);
+	free(x.wbuf);
 	return err ? err : rerr;
 }
 
@@ -450,6 +580,8 @@ static int usage(void)
 	fprintf(stderr,
 		"usage: transport_bench comex  --size BYTES --iters N [--cpu C] --memnode HOST:PORT --token-file F [client options]\n"
 		"       transport_bench rawtcp --size BYTES --iters N [--cpu C] [--server-poll] [--client-poll]\n"
+		"                              [--netns NAME --addr IP]\n"
+		"--under-writes BYTES (both modes): also time reads each sharing the connection with a write of BYTES.\n"
 		"BYTES: a multiple of %u up to %u frames. --cpu pins this (client) process to core C.\n"
 		"--server-poll: the rawtcp server busy-polls its socket (MSG_DONTWAIT) instead of blocking.\n"
 		"--client-poll: the rawtcp client busy-polls for %llu us before blocking, like the comex client.\n",
@@ -462,10 +594,17 @@ static int usage(void)
 static int bench_option(struct bench_args *a, int argc, char **argv, int *i)
 {
 	const char *f = argv[*i];
-	bool takes_value = !strcmp(f, "--size") || !strcmp(f, "--iters") || !strcmp(f, "--cpu");
+	bool takes_value = !strcmp(f, "--size") || !strcmp(f, "--iters") || !strcmp(f, "--cpu") ||
+			   !strcmp(f, "--under-writes");
 	char *end = NULL;
 	long long v = 0;
 
+	if (!strcmp(f, "--netns") || !strcmp(f, "--addr")) {
+		if (++*i >= argc)
+			return usage();
+		*(f[2] == 'n' ? &a->netns : &a->addr) = argv[*i];
+		return 0;
+	}
 	if (takes_value) {
 		if (++*i >= argc)
 			return usage();
@@ -479,6 +618,8 @@ static int bench_option(struct bench_args *a, int argc, char **argv, int *i)
 		a->iters = v;
 	else if (!strcmp(f, "--cpu"))
 		a->cpu = v;
+	else if (!strcmp(f, "--under-writes"))
+		a->wsize = v;
 	else if (!strcmp(f, "--server-poll"))
 		a->server_poll = true;
 	else if (!strcmp(f, "--client-poll"))
@@ -505,7 +646,8 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		if (r)
 			a->rest[a->nrest++] = argv[i];
 	}
-	if (!a->size || a->size % FRAME_SIZE || a->size / FRAME_SIZE > MAX_FRAMES || !a->iters)
+	if (!a->size || a->size % FRAME_SIZE || a->size / FRAME_SIZE > MAX_FRAMES || !a->iters ||
+	    a->wsize % FRAME_SIZE || a->wsize / FRAME_SIZE > MAX_FRAMES)
 		return usage();
 	if (!strcmp(a->mode, "rawtcp") && a->nrest > 1) {
 		fprintf(stderr, "transport_bench: rawtcp: unknown option '%s'\n", a->rest[1]);

@@ -19,7 +19,9 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
@@ -48,6 +50,9 @@
 /* Longest sleep in tp_run: a timeout is checked at least this often. */
 #define SLEEP_MS 100
 #define STALL_NS 3000000000ull /* a pass of tp_run that long was a freeze, not a slow peer */
+/* A peer that has not greeted this long after the connection was made is
+ * not comex's TCP transport (a UCX listener waits for bytes of its own). */
+#define HELLO_TIMEOUT_NS 5000000000ull
 
 enum kind { K_HELLO = 1, K_MSG, K_KEY, K_GET, K_GET_REPLY, K_PUT, K_FLUSH, K_FLUSH_ACK, K_END };
 enum rx_state { RX_HDR, RX_BULK };
@@ -72,6 +77,7 @@ struct tep {
 	void *user;
 	bool connecting, hello_seen, failed, closed, want_out, keyed;
 	int deferred_err;    /* a failure to report at the next progress */
+	uint64_t hello_due;  /* until hello_seen: when the peer's HELLO is overdue */
 	struct sqe *sq_head, **sq_tail;
 	/* receiving */
 	enum rx_state st;
@@ -88,6 +94,7 @@ struct tep {
 	unsigned rq_head, rq_n;
 	uint64_t rsecret;    /* the peer region's secret, from tp_set_rkey */
 	struct tep *next, **pprev, *dead_next;
+	char peer[64];       /* "peer HOST:PORT", for messages */
 	uint8_t stage[STAGE];
 };
 
@@ -95,7 +102,7 @@ struct ttp {
 	struct tp base;      /* first */
 	struct tp_callbacks cb;
 	int epfd, lfd;
-	unsigned flags, depth;
+	unsigned flags, depth, awaiting_hello;
 	bool deferred;
 	struct tep *eps, *dead;
 	uint8_t *region;     /* offered for one-sided access (TP_RMA) */
@@ -205,8 +212,10 @@ static int write_iov(int fd, struct iovec *iov, int n, int *i)
 		struct msghdr mh = { .msg_iov = iov + *i, .msg_iovlen = (size_t)(n - *i) };
 		ssize_t w = sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
 
+		if (w < 0 && errno == EINTR)
+			continue;
 		if (w < 0)
-			return errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN : errno == EINTR ? 0 : -errno;
+			return errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN : -errno;
 		while (*i < n && (size_t)w >= iov[*i].iov_len)
 			w -= (ssize_t)iov[(*i)++].iov_len;
 		if (*i < n) {
@@ -256,7 +265,7 @@ static int enqueue(struct tep *e, struct iovec *iov, int n, int i, bool copy_bul
 	p = q->data;
 	for (int k = i; k < n; k++) {
 		q->iov[q->iovcnt] = iov[k];
-		if (k < 2 || copy_bulk) {
+		if ((k < 2 || copy_bulk) && iov[k].iov_len) { /* a frame without message has base NULL */
 			q->iov[q->iovcnt].iov_base = memcpy(p, iov[k].iov_base, iov[k].iov_len);
 			p += iov[k].iov_len;
 		}
@@ -435,16 +444,31 @@ static int rx_dispatch(struct tep *e, const struct frame *f, const uint8_t *msg)
 	}
 }
 
-static int check_hello(struct tep *e, const struct frame *f)
+/* The first 16 bytes from the peer, before they are parsed as a frame: a
+ * peer that is not comex's TCP transport (a UCX memnode or client, anything
+ * else) is named as such instead of as a malformed frame. */
+static int check_hello(struct tep *e, const uint8_t *p)
 {
-	if (f->kind != K_HELLO || f->aux != TCP_MAGIC || f->msg_len || f->bulk_len != TCP_VERSION) {
-		log_error("fd %d: the peer did not greet as comex's TCP transport version %u (kind %u, %u bytes): "
-			  "a memnode and its clients must use the same option transport (tcp or ucx)",
-			  e->fd, TCP_VERSION, f->kind, f->bulk_len);
-		return -EPROTO;
-	}
+	uint64_t magic;
+	uint32_t version;
+
+	memcpy(&magic, p + 8, 8);
+	memcpy(&version, p + 4, 4);
+	if (p[0] == K_HELLO && le64toh(magic) == TCP_MAGIC && le32toh(version) == TCP_VERSION)
+		return 0;
+	if (p[0] == K_HELLO && le64toh(magic) == TCP_MAGIC)
+		log_error("%s: speaks comex's TCP transport version %u, this side %u", e->peer, le32toh(version),
+			  TCP_VERSION);
+	else
+		log_error("%s: not comex's TCP transport (is it running with transport ucx? a memnode and its "
+			  "clients must use the same option transport)", e->peer);
+	return -EPROTONOSUPPORT;
+}
+
+static void greeted(struct tep *e)
+{
 	e->hello_seen = true;
-	return 0;
+	e->t->awaiting_hello--;
 }
 
 /* Takes in everything the socket has; a negative errno fails e. */
@@ -461,6 +485,8 @@ static int rx_progress(struct tep *e)
 				return err == -EAGAIN ? 0 : err;
 			continue;
 		}
+		if (avail >= HDR && !e->hello_seen && (err = check_hello(e, e->stage + e->s_off)))
+			return err;
 		if (avail >= HDR && (err = get_hdr(e->stage + e->s_off, &f)))
 			return err;
 		if (avail < HDR || avail < HDR + f.msg_len) {
@@ -470,7 +496,7 @@ static int rx_progress(struct tep *e)
 		}
 		e->s_off += HDR;
 		if (!e->hello_seen)
-			err = check_hello(e, &f);
+			greeted(e); /* check_hello passed it */
 		else if (f.kind == K_HELLO)
 			err = -EPROTO;
 		else
@@ -484,6 +510,24 @@ static int rx_progress(struct tep *e)
 
 /* ---- endpoints ---- */
 
+static void name_peer(struct tep *e)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	char host[48] = "?";
+	unsigned port = 0;
+
+	if (!getpeername(e->fd, (struct sockaddr *)&ss, &len)) {
+		bool v6 = ss.ss_family == AF_INET6;
+
+		inet_ntop(ss.ss_family, v6 ? (void *)&((struct sockaddr_in6 *)&ss)->sin6_addr :
+					     (void *)&((struct sockaddr_in *)&ss)->sin_addr, host, sizeof(host));
+		port = ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port);
+	}
+	snprintf(e->peer, sizeof(e->peer), "peer %s:%u", host, port);
+}
+
+/* An accepted endpoint's name; a connecting one is named by its address. */
 static struct tep *ep_new(struct ttp *t, int fd, void *user)
 {
 	struct tep *e = calloc(1, sizeof(*e));
@@ -497,6 +541,8 @@ static struct tep *ep_new(struct ttp *t, int fd, void *user)
 	e->user = user;
 	e->sq_tail = &e->sq_head;
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (!user)
+		name_peer(e);
 	return e;
 }
 
@@ -510,6 +556,8 @@ static int ep_start(struct ttp *t, struct tep *e)
 	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, e->fd, &ev))
 		return -errno;
 	e->want_out = e->connecting;
+	e->hello_due = now_ns() + HELLO_TIMEOUT_NS;
+	t->awaiting_hello++;
 	e->next = t->eps;
 	if (e->next)
 		e->next->pprev = &e->next;
@@ -530,6 +578,8 @@ static void tcp_close(struct tp_ep *ep)
 	*e->pprev = e->next;
 	if (e->next)
 		e->next->pprev = e->pprev;
+	if (!e->hello_seen)
+		e->t->awaiting_hello--;
 	if (!e->failed) /* a forked child holding the socket keeps it in the set */
 		(void)epoll_ctl(e->t->epfd, EPOLL_CTL_DEL, e->fd, NULL);
 	e->closed = true;
@@ -596,6 +646,10 @@ static void on_event(struct ttp *t, struct epoll_event *ev)
 	}
 	if (e->closed || e->failed)
 		return;
+	if (e->deferred_err) { /* connect(2)'s own error, not what the socket says after */
+		ep_fail(e, e->deferred_err);
+		return;
+	}
 	if (e->connecting) {
 		if (ev->events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
 			connected(e);
@@ -605,7 +659,11 @@ static void on_event(struct ttp *t, struct epoll_event *ev)
 		err = rx_progress(e);
 	if (err) {
 		if (err == -EPROTO)
-			log_error("fd %d: malformed frame from the peer; closing the connection", e->fd);
+			log_error("%s: malformed frame; closing the connection", e->peer);
+		else if (!e->hello_seen && e->s_len < HDR)
+			log_warn("%s closed the connection before greeting as comex's TCP transport (%s): is it running "
+				 "with transport ucx? a memnode and its clients must use the same option transport",
+				 e->peer, strerror(-err));
 		ep_fail(e, err);
 		return;
 	}
@@ -623,6 +681,19 @@ static void report_deferred(struct ttp *t)
 	}
 }
 
+static void check_greetings(struct ttp *t, uint64_t now)
+{
+	for (struct tep *e = t->eps, *next; e; e = next) {
+		next = e->next;
+		if (e->hello_seen || e->failed || now < e->hello_due)
+			continue;
+		log_error("%s: no greeting %llu s after the connection was made: not comex's TCP transport (is it "
+			  "running with transport ucx? a memnode and its clients must use the same option transport)",
+			  e->peer, HELLO_TIMEOUT_NS / 1000000000ull);
+		ep_fail(e, -EPROTONOSUPPORT);
+	}
+}
+
 /* One epoll_wait of up to ms and the work it found: the number of events, or
  * a negative errno. */
 static int progress(struct ttp *t, int ms)
@@ -637,6 +708,8 @@ static int progress(struct ttp *t, int ms)
 		on_event(t, &ev[i]);
 	if (t->deferred)
 		report_deferred(t);
+	if (t->awaiting_hello)
+		check_greetings(t, now_ns());
 	if (!--t->depth) {
 		while (t->dead) {
 			struct tep *e = t->dead;
@@ -758,6 +831,7 @@ static int tcp_connect(struct tp *t_, const char *hostport, void *user, struct t
 		close(fd);
 		return -ENOMEM;
 	}
+	snprintf(e->peer, sizeof(e->peer), "peer %s", hostport);
 	/* a refusal is reported by progress, as a failure found later is */
 	int cerr = connect(fd, (struct sockaddr *)&ss, sslen) && errno != EINPROGRESS ? -errno : 0;
 
