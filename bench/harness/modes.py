@@ -5,7 +5,10 @@ pages that do not fit go:
   local        no limit (the denominator of every slowdown)
   swap-disk    Linux swap on a swap file on the local disk
   zram         Linux swap on a zram device (compressed RAM)
-  comex        comex run, swap off for the group, two memnodes on loopback (TCP)
+  comex        comex run, swap off for the group, two memnodes on loopback over
+               comex's own TCP (transport tcp, the default without RDMA)
+  comex-ucx    the same over UCX's TCP transport (transport ucx, UCX_TLS=tcp):
+               what comex used before docs/DECISIONS.md D12
   comex-shm    comex run with its embedded memnode (no --memnode): one memnode
                that comex run starts itself, on shared memory, whose pool
                grows with the program (embedded-pool auto)
@@ -39,8 +42,8 @@ import subprocess
 from . import sysenv
 from .sysenv import Cgroup, ComexSwap, Memnode, NetNs, Refused, SwapFile, Zram, Zswap, log
 
-ALL_MODES = ["local", "swap-disk", "zram", "comex", "comex-shm", "comex-net10", "comex-net25", "comex-swap",
-             "comex-swap+zswap"]
+ALL_MODES = ["local", "swap-disk", "zram", "comex", "comex-ucx", "comex-shm", "comex-net10", "comex-net25",
+             "comex-swap", "comex-swap+zswap"]
 # not run unless named (they are simulations): comex-rttN[-nK], any N and K
 MIB = 1 << 20
 # Busy-polling off everywhere the harness starts comex: the memnodes'
@@ -93,6 +96,8 @@ class RunCtx:
             pre += ["--stats-json", stats]
         if self.mode.sim_rtt_us:
             pre += ["--sim-rtt", "%dus" % self.mode.sim_rtt_us]
+        if self.mode.transport:
+            pre += ["--transport", self.mode.transport]
         pre += self.comex_opts + ["--"]
         if self.mode.embedded:
             return pre + enter + list(argv)
@@ -106,6 +111,8 @@ class RunCtx:
         if self.mode.net_rate:
             e["UCX_TLS"] = "tcp"
             e["UCX_NET_DEVICES"] = self.mode.netns[0].bridge
+        if self.mode.transport == "ucx":
+            e["UCX_TLS"] = "tcp"
         return e
 
     def preexec(self, i=0):
@@ -115,6 +122,7 @@ class RunCtx:
 class Mode:
     comex = False
     embedded = False
+    transport = None  # comex modes: option transport given to memnodes and comex run (None: the default)
     swap_kind = None
     net_rate = None
     sim_rtt_us = 0
@@ -283,11 +291,13 @@ class ComexSwapMode(SwapMode):
 class ComexMode(Mode):
     comex = True
 
-    def __init__(self, name, build, rate=None, nodes=2, embedded=False, spin=False, sim_rtt_us=0):
+    def __init__(self, name, build, rate=None, nodes=2, embedded=False, spin=False, sim_rtt_us=0, transport=None):
         """embedded: no memnodes of ours; `comex run` starts its own (nodes
         is then 1, for the memory check). sim_rtt_us: the simulated round
-        trip (option sim-rtt) every run adds."""
+        trip (option sim-rtt) every run adds. transport: option transport
+        of memnodes and comex run (None: their default)."""
         super().__init__(name, build, spin)
+        self.transport = transport
         self.net_rate = rate
         self.sim_rtt_us = sim_rtt_us
         self.embedded = embedded
@@ -340,8 +350,10 @@ class ComexMode(Mode):
             return
         for i in range(self.nodes):
             ns = self.netns[i] if self.net_rate else None
+            env = dict(self.memnode_spin(), **({"UCX_TLS": "tcp"} if self.transport == "ucx" else {}))
             m = Memnode(self.comex_bin, self.token, self.pool, self.workdir, netns=ns,
-                        name="%s-mn%d" % (self.name, i), env=self.memnode_spin())
+                        name="%s-mn%d" % (self.name, i), env=env,
+                        extra=["--transport", self.transport] if self.transport else [])
             ctx.memnodes.append(m)
             m.start()
         ctx.info["memnodes"] = [m.addr for m in ctx.memnodes]
@@ -349,7 +361,7 @@ class ComexMode(Mode):
 
     def describe(self):
         d = {"name": self.name, "memnodes": self.nodes, "pool_mib": getattr(self, "pool", 0) >> 20,
-             "transport": "UCX over TCP",
+             "transport": "UCX over TCP" if self.transport == "ucx" else "comex's own TCP (transport tcp)",
              "local_mem": "auto: the budget follows the room left in the cgroup (cgroup-follow, default slack)",
              "spin": {"memnode": self.memnode_spin(), "run": self.run_spin()}}
         if self.embedded:
@@ -384,6 +396,8 @@ def make_mode(name, build, spin=False):
         return ZramMode(name, build)
     if name == "comex":
         return ComexMode(name, build, spin=spin)
+    if name == "comex-ucx":
+        return ComexMode(name, build, spin=spin, transport="ucx")
     if name in ("comex-swap", "comex-swap+zswap"):
         return ComexSwapMode(name, build, zswap=name.endswith("+zswap"))
     if name == "comex-shm":

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client.h"
 #include "embedded.h"
 #include "log.h"
 #include "memcg.h"
@@ -253,6 +254,51 @@ static void export_options(const struct options *o)
 	}
 }
 
+/* Separate memnodes: a handshake and a goodbye with each before the program
+ * starts, so that a wrong address or token is said now, although the
+ * program connects only when it first evicts (connect-on-demand). Fails
+ * only when none can be used, as the program's own start would. */
+static int check_memnodes(const struct options *o)
+{
+	uint64_t room[OPT_MEMNODE_MAX];
+	struct comex_client *c;
+	struct client_health h;
+	unsigned n;
+	int err = client_connect(o, &c);
+
+	if (err) {
+		log_error("cannot reach the memnodes (option memnode); the program cannot run under comex");
+		return err;
+	}
+	n = client_nodes(c);
+	client_room(c, room, n); /* the sessions, when connect-on-demand was asked for here too */
+	client_poll(c, &h);
+	if (n < 64 && h.out == (1ull << n) - 1) {
+		log_error("none of the memnodes can be used (option memnode); the program cannot run under comex");
+		err = -EHOSTUNREACH;
+	}
+	client_close(c);
+	return err;
+}
+
+/* check_memnodes with our standard output on standard error: the program
+ * inherits it, and UCX (transport ucx) logs to standard output by default. */
+static int check_memnodes_quietly(const struct options *o)
+{
+	int saved = dup(STDOUT_FILENO), err;
+
+	fflush(stdout);
+	if (saved >= 0)
+		dup2(STDERR_FILENO, STDOUT_FILENO);
+	err = check_memnodes(o);
+	fflush(stdout);
+	if (saved >= 0) {
+		dup2(saved, STDOUT_FILENO);
+		close(saved);
+	}
+	return err;
+}
+
 static int preload(void)
 {
 	char dir[PATH_MAX], lib[PATH_MAX + 64], val[2 * PATH_MAX + 80];
@@ -453,9 +499,18 @@ int run_main(struct options *o, int argc, char **argv)
 		log_error("cannot find program '%s'", argv[0]);
 		return 127;
 	}
-	if (check_binary(path) || check_uffd() || resolve_local_mem(o, &m) || preload())
+	if (check_binary(path) || check_uffd() || resolve_local_mem(o, &m))
+		return 125;
+	if (strcmp(o->v[OPT_MEMNODE].origin, "default") && check_memnodes_quietly(o))
+		return 125;
+	if (preload())
 		return 125;
 	export_options(o);
+	/* separate memnodes only: the embedded memnode stays after the program
+	 * for the processes of the run that are connected to it (P44), which a
+	 * daemon that has not evicted yet would not be */
+	if (!strcmp(o->v[OPT_CONNECT_ON_DEMAND].origin, "default") && strcmp(o->v[OPT_MEMNODE].origin, "default"))
+		setenv("COMEX_CONNECT_ON_DEMAND", "true", 1);
 	stats_sweep(); /* what killed programs left behind */
 	snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long)m);
 	setenv("COMEX_LOCAL_MEM", bytes, 1);

@@ -471,7 +471,9 @@ int client_alloc(struct comex_client *c, unsigned node, uint32_t want, uint32_t 
 	if (!n || !want)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	err = n->fail_err ? n->fail_err : n->evicting ? -ENOSPC : 0;
+	err = connect_deferred(c);
+	if (!err)
+		err = n->fail_err ? n->fail_err : n->evicting ? -ENOSPC : 0;
 	if (!err)
 		err = fill_pool(n);
 	if (!err) {
@@ -488,6 +490,7 @@ void client_room(struct comex_client *c, uint64_t *out, unsigned nnodes)
 	uint64_t now = now_ns();
 
 	pthread_mutex_lock(&c->lock);
+	connect_deferred(c); /* the first eviction's placement: connect now (connect-on-demand) */
 	for (unsigned i = 0; i < nnodes; i++) {
 		struct node *n = get_node(c, i);
 
@@ -839,7 +842,9 @@ int client_node_stats(struct comex_client *c, unsigned node, struct client_node_
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
 	n->stats_pending = true;
-	err = ask(n, &m, stats_done);
+	err = connect_deferred(c);
+	if (!err)
+		err = n->fail_err ? n->fail_err : ask(n, &m, stats_done);
 	if (!err)
 		*out = (struct client_node_stats){
 			.nid = n->nid, .pool_free_frames = n->fp.frames,

@@ -76,6 +76,7 @@ struct comex_client {
 	unsigned order;
 	uint32_t release_batch;
 	unsigned nnodes;
+	bool deferred;                /* connect-on-demand: no node joined yet */
 	struct node node[OPT_MEMNODE_MAX];
 	struct auth_token token;
 	struct pagecrypt *crypt;      /* option encrypt: pages leave sealed */
@@ -94,5 +95,8 @@ int meta_alloc(struct node *n); /* encrypt: the per-frame table of a new session
 void on_recv(void *arg, struct tp_ep *ep, void *user, const void *msg, size_t len, struct tp_bulk *bulk);
 void on_error(void *arg, struct tp_ep *ep, void *user, int err);
 void pool_file_take(void); /* opens CLIENT_POOL_ENV's file, once per process */
+/* session.c, for client.c (lock held): with connect-on-demand, the first
+ * sessions, made now; 0 once any node is in use (or none was deferred). */
+int connect_deferred(struct comex_client *c);
 
 #endif

@@ -233,12 +233,10 @@ static void handshake_failed(const struct node *n, int err)
 		  err == -EACCES ? " (does our token-file hold the memnode's token?)" : "");
 }
 
-/* The first session. A memnode that cannot be reached is kept out of use
- * (fail_err set; client_connect decides what to do about it). */
-static int connect_node(struct comex_client *c, const char *addr)
+/* Node c->nnodes, at addr, without a session yet. */
+static int name_node(struct comex_client *c, const char *addr)
 {
 	struct node *n = &c->node[c->nnodes];
-	int err;
 
 	if (c->nnodes == OPT_MEMNODE_MAX) {
 		log_error("option memnode: more than %d memnodes", OPT_MEMNODE_MAX);
@@ -247,10 +245,25 @@ static int connect_node(struct comex_client *c, const char *addr)
 	snprintf(n->addr, sizeof(n->addr), "%s", addr);
 	n->c = c;
 	c->nnodes++;
-	err = join_wait(c, n);
+	return 0;
+}
+
+/* Node n's first session. A memnode that cannot be reached is kept out of
+ * use (fail_err set; the caller decides what to do about it). */
+static int first_join(struct comex_client *c, struct node *n)
+{
+	int err = join_wait(c, n);
+
 	if (err && !unreachable(err))
 		handshake_failed(n, err);
 	return err && unreachable(err) ? 0 : err;
+}
+
+static int connect_node(struct comex_client *c, const char *addr)
+{
+	int err = name_node(c, addr);
+
+	return err ? err : first_join(c, &c->node[c->nnodes - 1]);
 }
 
 static bool any_reached(const struct comex_client *c)
@@ -316,6 +329,23 @@ static int settle_unreached(struct comex_client *c)
 	return 0;
 }
 
+int connect_deferred(struct comex_client *c)
+{
+	int err = 0;
+
+	if (!c->deferred)
+		return 0;
+	c->deferred = false;
+	for (unsigned i = 0; i < c->nnodes && !err; i++)
+		err = first_join(c, &c->node[i]);
+	if (!err)
+		err = settle_unreached(c);
+	for (unsigned i = 0; i < c->nnodes && err; i++) /* out of use: tried again in the background */
+		if (!c->node[i].fail_err)
+			c->node[i].fail_err = err;
+	return err;
+}
+
 int client_connect(const struct options *o, struct comex_client **out)
 {
 	struct tp_callbacks cb = { .recv = on_recv, .error = on_error };
@@ -334,15 +364,16 @@ int client_connect(const struct options *o, struct comex_client **out)
 	err = tp_create(&cb, TP_RMA | (opt_num(o, OPT_SHM) ? TP_SHM : 0) | tp_choice_flags(opt_num(o, OPT_TRANSPORT)), &c->tp);
 	if (err)
 		goto cleanup_client;
+	c->deferred = opt_num(o, OPT_CONNECT_ON_DEMAND);
 	for (unsigned i = 0; !(err = opt_list_item(o, OPT_MEMNODE, i, addr, sizeof(addr))); i++)
-		if ((err = connect_node(c, addr)))
+		if ((err = c->deferred ? name_node(c, addr) : connect_node(c, addr)))
 			goto cleanup_tp;
 	if (!c->nnodes) {
 		log_error("option memnode: no memnode given");
 		err = -EINVAL;
 		goto cleanup_tp;
 	}
-	if ((err = settle_unreached(c)))
+	if (!c->deferred && (err = settle_unreached(c)))
 		goto cleanup_tp;
 	*out = c;
 	return 0;
