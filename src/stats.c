@@ -139,15 +139,30 @@ void stats_sweep(void)
 	if (k_ < 0 || (size_t)k_ >= cap - len) return -ENOSPC; \
 	len += (size_t)k_; } while (0)
 
+void stats_prefetch_shares(const struct stats *s, double *accuracy, double *coverage)
+{
+	uint64_t used = __atomic_load_n(&s->prefetch_probes_used, __ATOMIC_RELAXED);
+	uint64_t wasted = __atomic_load_n(&s->prefetch_probes_wasted, __ATOMIC_RELAXED);
+	uint64_t hits = __atomic_load_n(&s->prefetch_hits, __ATOMIC_RELAXED);
+	uint64_t remote = __atomic_load_n(&s->faults_remote, __ATOMIC_RELAXED);
+
+	*accuracy = used + wasted ? (double)used / (double)(used + wasted) : -1;
+	*coverage = hits + remote ? (double)hits / (double)(hits + remote) : -1;
+}
+
 int stats_json(const struct stats *s, char *buf, size_t cap)
 {
 	size_t len = 0;
+	double acc, cov;
 
 	APPEND("{\n  \"schema\": \"comex-stats/1\",\n  \"pid\": %d,\n", s->pid);
 #define X(name) APPEND("  \"%s\": %llu,\n", #name, \
 		(unsigned long long)__atomic_load_n(&s->name, __ATOMIC_RELAXED));
 	STATS_COUNTERS(X)
 #undef X
+	stats_prefetch_shares(s, &acc, &cov);
+	APPEND(acc < 0 ? "  \"prefetch_accuracy\": null,\n" : "  \"prefetch_accuracy\": %.4f,\n", acc);
+	APPEND(cov < 0 ? "  \"prefetch_coverage\": null,\n" : "  \"prefetch_coverage\": %.4f,\n", cov);
 	APPEND("  \"memnodes\": [");
 	for (int i = 0; i < s->nodes && i < OPT_MEMNODE_MAX; i++)
 		APPEND("%s\n    {\"addr\": \"%s\", \"frames_held\": %llu}", i ? "," : "",

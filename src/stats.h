@@ -16,6 +16,7 @@
 #define STATS_COUNTERS(X) \
 	X(faults_zero) X(pages_zero_populated) X(faults_wbuf_hit) X(faults_rbuf_hit) X(faults_remote) \
 	X(faults_wp) X(faults_spurious) X(pages_prefetch_mapped) X(prefetch_hits) X(prefetch_wasted) \
+	X(prefetch_probes_used) X(prefetch_probes_wasted) \
 	X(pages_evicted) X(pages_written) X(pages_dropped_clean) X(pages_dropped_zero) \
 	X(pages_written_clean) X(pages_written_unchanged) X(pages_written_fill) X(frames_renewed) X(pages_unmovable) X(pages_unshared) X(pages_moved_uncounted) X(pages_corrupt) X(direct_reclaims) \
 	X(pages_discarded) X(frames_released) X(remote_reads) X(remote_writes) \
@@ -53,9 +54,10 @@ struct stats {
 #define HOME_HELD_YES 1     /* every page is home and eviction paused */
 #define HOME_HELD_REFUSED 2 /* asked, but the memory left is too short for the pages away */
 
-#define STATS_MAGIC 0x3853544154535843ull /* "CXSTATS8" little-endian (1: no histogram, 2: no pages_moved_uncounted,
+#define STATS_MAGIC 0x3953544154535843ull /* "CXSTATS9" little-endian (1: no histogram, 2: no pages_moved_uncounted,
 					  * 3: no locked_bytes, 4: no frames_renewed, 5: no budget_bytes,
-					  * 6: no children_unmanaged, 7: no outside_anon_bytes) */
+					  * 6: no children_unmanaged, 7: no outside_anon_bytes,
+					  * 8: no prefetch_probes_*) */
 
 /* Creates the shared file for this process; falls back to private memory
  * (logged) so that a missing /dev/shm never stops the program. */
@@ -77,6 +79,10 @@ void stats_sweep(void);
  * STATS_JSON_MAX always suffices. */
 #define STATS_JSON_MAX 8192
 int stats_json(const struct stats *s, char *buf, size_t cap);
+/* Prefetch accuracy: the share of sampled prefetched pages (probes) that
+ * were used; coverage: the share of remote pages the program touched that
+ * a prefetch had brought (prefetch_hits against faults_remote). -1: none yet. */
+void stats_prefetch_shares(const struct stats *s, double *accuracy, double *coverage);
 /* Writes the JSON to path atomically (temp file + rename). */
 int stats_write_json(const struct stats *s, const char *path);
 

@@ -36,8 +36,10 @@ static const struct family {
 	{ "comex_program_remote_writes_total", "counter", "Write transfers to memnodes.", FIELD(remote_writes), 1 },
 	{ "comex_program_evicted_pages_total", "counter", "Pages evicted from local memory.", FIELD(pages_evicted), 1 },
 	{ "comex_program_prefetch_mapped_pages_total", "counter", "Neighbour pages mapped by a remote read.", FIELD(pages_prefetch_mapped), 1 },
-	{ "comex_program_prefetch_hits_total", "counter", "Prefetched pages later used.", FIELD(prefetch_hits), 1 },
-	{ "comex_program_prefetch_wasted_total", "counter", "Prefetched pages evicted unused.", FIELD(prefetch_wasted), 1 },
+	{ "comex_program_prefetch_hits_total", "counter", "Prefetched pages of plans whose stream continued.", FIELD(prefetch_hits), 1 },
+	{ "comex_program_prefetch_wasted_total", "counter", "Prefetched pages of plans dropped before their stream continued.", FIELD(prefetch_wasted), 1 },
+	{ "comex_program_prefetch_probes_used_total", "counter", "Sampled prefetched pages (probes) the program touched.", FIELD(prefetch_probes_used), 1 },
+	{ "comex_program_prefetch_probes_wasted_total", "counter", "Sampled prefetched pages (probes) never touched.", FIELD(prefetch_probes_wasted), 1 },
 	{ "comex_program_direct_reclaims_total", "counter", "Faults that had to evict themselves.", FIELD(direct_reclaims), 1 },
 	{ "comex_program_budget_overshoots_total", "counter", "Times residency went over budget.", FIELD(budget_overshoots), 1 },
 };

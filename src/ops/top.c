@@ -84,6 +84,22 @@ static void print_memnodes(const struct stats *s)
 		printf(" -");
 }
 
+/* Prefetch accuracy and coverage since the start, in percent. */
+static void print_prefetch(const struct stats *s)
+{
+	double acc, cov;
+
+	stats_prefetch_shares(s, &acc, &cov);
+	if (acc < 0)
+		printf(" %5s", "-");
+	else
+		printf(" %4.0f%%", acc * 100);
+	if (cov < 0)
+		printf(" %5s", "-");
+	else
+		printf(" %4.0f%%", cov * 100);
+}
+
 static void print_row(const struct program *cur, const struct program *prev, double dt)
 {
 	uint64_t remote = 0;
@@ -99,6 +115,7 @@ static void print_row(const struct program *cur, const struct program *prev, dou
 	printf(" %8.0f %8.0f %8.0f %8.0f %8.0f", RATE(faults_zero), RATE(faults_wbuf_hit),
 	       RATE(faults_rbuf_hit), RATE(faults_remote), RATE(faults_wp));
 	print_latency(cur, prev);
+	print_prefetch(&cur->s);
 	printf(" %8.1f %8.1f", RATE(bytes_read) / MIB, RATE(bytes_written) / MIB);
 	print_memnodes(&cur->s);
 	printf("%s\n", prev ? "" : " (since start)");
@@ -114,9 +131,9 @@ static void print_frame(const struct program *cur, size_t n, const struct progra
 	if (clear)
 		printf("\033[H\033[2J");
 	printf("comex top - %s, %zu program%s under comex, rates over %.1f s\n", when, n, n == 1 ? "" : "s", dt);
-	printf("%7s %-15s %9s %9s %9s %8s %8s %8s %8s %8s %7s %7s %8s %8s %s\n", "PID", "COMMAND", "BUDGET",
-	       "RESIDENT", "REMOTE", "ZERO/s", "WBUF/s", "RBUF/s", "REMOTE/s", "WP/s", "P50us", "P99us",
-	       "RD_MB/s", "WR_MB/s", "MEMNODES");
+	printf("%7s %-15s %9s %9s %9s %8s %8s %8s %8s %8s %7s %7s %5s %5s %8s %8s %s\n", "PID", "COMMAND", "BUDGET",
+	       "RESIDENT", "REMOTE", "ZERO/s", "WBUF/s", "RBUF/s", "REMOTE/s", "WP/s", "P50us", "P99us", "PFACC",
+	       "PFCOV", "RD_MB/s", "WR_MB/s", "MEMNODES");
 	for (size_t i = 0; i < n; i++)
 		print_row(&cur[i], programs_find(prev, nprev, cur[i].pid), dt);
 	fflush(stdout);

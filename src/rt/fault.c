@@ -24,6 +24,7 @@
 #include "wakeup.h"
 #include "pager_impl.h"
 #include "prefetch.h"
+#include "probe.h"
 #include "rtmem.h"
 #include "rbuf.h"
 #include "replica.h"
@@ -484,6 +485,27 @@ static void map_fetched(uint64_t idx, const bool *ok, uint32_t slots)
 	}
 }
 
+static void note_probes(void)
+{
+	uint64_t used, wasted;
+
+	probe_counts(&used, &wasted);
+	__atomic_store_n(&P.c.stats->prefetch_probes_used, used, __ATOMIC_RELAXED);
+	__atomic_store_n(&P.c.stats->prefetch_probes_wasted, wasted, __ATOMIC_RELAXED);
+}
+
+/* One fetched neighbour of some plans stays unmapped, its copy kept as a
+ * probe (probe.h); it is then not mapped with the others. */
+static void keep_probe(uint64_t idx, bool *ok, uint32_t slots)
+{
+	uint32_t k;
+
+	if (!probe_pick(slots, (uint32_t)((idx - plan_lo) / step), &k) || !ok[k])
+		return;
+	probe_keep(plan_lo + k * step, pte_at(plan_lo + k * step), source(plan_lo + k * step));
+	ok[k] = false;
+}
+
 /* A remote fault: the policy's plan is read (into the landing area, or
  * with the read-buffer policy into idx's slot there) and checked; idx is
  * installed, writable on a write fault (its frame released), and without a
@@ -523,11 +545,14 @@ static void fetch_remote(uint64_t idx, bool write)
 	}
 	e = pte_at(idx);
 	install_remote(idx, source(idx), write, pte_node(e), pte_pfn(e));
-	if (!P.rb && pte_resident(pte_at(idx)))
+	if (!P.rb && pte_resident(pte_at(idx))) {
+		keep_probe(idx, ok, slots);
 		map_fetched(idx, ok, slots);
+	}
 	prefetch_counters(P.pf, &hits, &wasted);
 	__atomic_store_n(&P.c.stats->prefetch_hits, hits, __ATOMIC_RELAXED);
 	__atomic_store_n(&P.c.stats->prefetch_wasted, wasted, __ATOMIC_RELAXED);
+	note_probes();
 }
 
 int fault_init(void)
@@ -535,7 +560,9 @@ int fault_init(void)
 	if (P.c.prefetch_policy != PREFETCH_READ_BUFFER &&
 	    !(landing = rt_alloc((size_t)pager_opt(OPT_PREFETCH) << PAGE_SHIFT)))
 		return -ENOMEM;
-	return prefetch_create(P.c.prefetch_policy, pager_opt(OPT_PREFETCH), &P.pf);
+	int err = prefetch_create(P.c.prefetch_policy, pager_opt(OPT_PREFETCH), &P.pf);
+
+	return err || P.c.prefetch_policy == PREFETCH_READ_BUFFER ? err : probe_init(P.pf);
 }
 
 static char lost_page[PAGE_SIZE] __attribute__((aligned(PAGE_SIZE)));
@@ -564,7 +591,9 @@ static void fault_missing(uint64_t idx, bool write)
 		STAT_ADD(P.c.stats, ns_wbuf_hit, now_ns() - t0);
 		return;
 	case PTE_REMOTE:
-		if (P.rb && (src = rbuf_lookup(P.rb, idx))) {
+		if ((P.rb && (src = rbuf_lookup(P.rb, idx))) || (!P.rb && (src = probe_take(idx, e, sum_at(idx))))) {
+			if (!P.rb)
+				note_probes();
 			install_remote(idx, src, write, pte_node(e), pte_pfn(e));
 			STAT_ADD(P.c.stats, faults_rbuf_hit, 1);
 			STAT_ADD(P.c.stats, ns_rbuf_hit, now_ns() - t0);

@@ -272,13 +272,10 @@ void prefetch_fault(struct prefetch *pf, uint64_t idx, struct prefetch_plan *out
  * next hit keeps it rather than doubling: as swap readahead shrinks its
  * window when its pages go unused. Use only counts: a stream's window grows
  * when the stream is seen to continue. Feedback cannot say which plan the
- * pages came from, so it applies to all. A continued plan's pages are
- * already counted as hits: report as used only what the module cannot see
- * (or they count twice). */
+ * pages came from, so it applies to all. The verdicts are samples (probe.h),
+ * not pages: they change no counter. */
 void prefetch_feedback(struct prefetch *pf, uint32_t used, uint32_t wasted)
 {
-	pf->hits += used;
-	pf->wasted += wasted;
 	if (wasted <= used)
 		return;
 	for (unsigned i = 0; i < STREAMS; i++) {

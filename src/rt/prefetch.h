@@ -31,9 +31,10 @@ int prefetch_create(enum prefetch_policy policy, uint32_t max_window, struct pre
 void prefetch_destroy(struct prefetch *pf);
 /* A remote fault on page idx that no prefetch served: records it, sets *out. */
 void prefetch_fault(struct prefetch *pf, uint64_t idx, struct prefetch_plan *out);
-/* used / wasted pages that plans brought in (touched / evicted untouched). */
+/* Verdicts on sampled prefetched pages (probe.h): used (touched) and wasted
+ * (never touched); when waste outweighs use, windows shrink. */
 void prefetch_feedback(struct prefetch *pf, uint32_t used, uint32_t wasted);
-/* hits: pages counted as used (feedback and continued streams); wasted: as reported. */
+/* hits: pages of plans whose stream continued; wasted: of plans dropped before it did. */
 void prefetch_counters(const struct prefetch *pf, uint64_t *hits, uint64_t *wasted);
 
 #endif
