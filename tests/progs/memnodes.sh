@@ -8,10 +8,13 @@ gate=$progs/prog_gate
 "$bin" token "$dir/token" >/dev/null || { fail token "comex token"; finish; }
 
 # mn_start NAME [memnode options]: a memnode on a free loopback port (or on
-# the --listen given); sets port_NAME and pid_NAME, logs to $dir/NAME.log
+# the --listen given), run through the command prefix mn_wrap (an array,
+# e.g. ip netns exec NS) when set; sets port_NAME and pid_NAME, logs to
+# $dir/NAME.log
 mn_start() {
   local name=$1 port=; shift
-  "${die_with_test[@]}" "$bin" memnode --listen 127.0.0.1:0 --pool 128M --token-file "$dir/token" "$@" 2>"$dir/$name.log" &
+  "${die_with_test[@]}" ${mn_wrap[@]+"${mn_wrap[@]}"} "$bin" memnode --listen 127.0.0.1:0 --pool 128M \
+    --token-file "$dir/token" "$@" 2>"$dir/$name.log" &
   local pid=$!; pids+=("$pid")
   for _ in $(seq 1 300); do
     port=$(sed -n 's/.* on port \([0-9][0-9]*\).*/\1/p' "$dir/$name.log" | head -n 1)
@@ -86,4 +89,46 @@ pybuild_job() {
   job=("$py" "$src/tests/progs/pybuild.py" "$1")
   native job "${job[@]}" || { fail native "pybuild.py fails natively"; finish; }
   lm="$((peak_kib / 4))K"
+}
+
+# The tests that make a memnode fail under a job (pybuild_job's) in the
+# middle of its run (e2e_run_replicas.sh, e2e_run_network.sh):
+# counter PID KEY: a live counter of the program PID (0 while unreadable)
+counter() {
+  "$bin" stats "$1" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$2" 2>/dev/null || echo 0
+}
+# start_job NAME MEMNODES [comex options]: the job under comex run (default
+# replicas 2), in the background; sets run_pid and prog (the program's own
+# pid, for its counters). op-timeout is the default 20 s (a killed memnode's
+# connection fails at once; only a hung one waits for it) unless OPT_TIMEOUT
+# says otherwise: on a loaded machine a healthy but starved memnode must not
+# be taken for a failed one.
+start_job() {
+  local name=$1 mns=$2 c=; shift 2
+  timeout -k 10 "$hang_guard" "$bin" run --local-mem "$lm" --memnode "$mns" --token-file "$dir/token" --log-level 2 \
+    "${@:---replicas=2}" --op-timeout "${OPT_TIMEOUT:-20s}" --stats-json "$dir/$name.json" -- "${job[@]}" >"$dir/$name.comex" 2>"$dir/$name.err" &
+  run_pid=$!; pids+=("$run_pid"); prog=
+  for _ in $(seq 1 $((hang_guard * 10))); do # timeout -> comex run -> the program
+    c=$(pgrep -P "$run_pid" | head -n 1); [ -n "$c" ] && prog=$(pgrep -P "$c" | head -n 1)
+    [ -n "$prog" ] && [ -e "/dev/shm/comex-stats.$prog" ] && return 0
+    kill -0 "$run_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  fail "$name" "the program did not start: $(tail -n 3 "$dir/$name.err")"; return 1
+}
+# written_at_least NAME N: waits until the program has written N pages out
+written_at_least() {
+  local name=$1 n=$2
+  while kill -0 "$run_pid" 2>/dev/null; do
+    [ "$(counter "$prog" pages_written)" -ge "$n" ] && return 0
+    sleep 0.1
+  done
+  fail "$name" "the program ended before writing $n pages (make COMEX_TEST_FAIL_AFTER smaller)"; return 1
+}
+# ended_identical NAME: the run ends with status 0 and the native output
+ended_identical() {
+  local name=$1 rc=0
+  wait "$run_pid" || rc=$?
+  [ $rc -eq 0 ] || { fail "$name" "exit status $rc: $(grep -E '^comex: (error|warning)' "$dir/$name.err" | head -n 3)"; return 1; }
+  cmp -s "$dir/job.native" "$dir/$name.comex" || { fail "$name" "output differs from the native run"; return 1; }
 }
