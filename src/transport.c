@@ -3,8 +3,16 @@
 #include "transport_impl.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <string.h>
+
+#include "clock.h"
+#include "wakeup.h"
+
+/* A pass of tp_run that long was a freeze of this process or the VM, not a
+ * slow peer: each pass takes at most one sleep (100 ms) plus progress. */
+#define STALL_NS 3000000000ull
 
 
 /* An RDMA device is what UCX brings that kernel sockets cannot: one that
@@ -20,6 +28,38 @@ static bool rdma_present(void)
 	if (d)
 		closedir(d);
 	return found;
+}
+
+void tp_clock_start(struct tp_clock *c, uint64_t spin_ns, uint64_t timeout_ns)
+{
+	uint64_t now = now_ns();
+
+	*c = (struct tp_clock){ now, now, now, spin_ns, timeout_ns };
+}
+
+int tp_clock_pass(struct tp_clock *c, bool busy, int max_ms)
+{
+	uint64_t now = now_ns(), left;
+
+	if (now - c->prev > STALL_NS)
+		c->start += now - c->prev;
+	c->prev = now;
+	if (busy)
+		c->last = now;
+	if (c->timeout_ns && now - c->start >= c->timeout_ns)
+		return -ETIMEDOUT;
+	/* polling pays only while a CPU is free for it: on a machine with more
+	 * runnable threads than CPUs it takes the CPU of the very thread (the
+	 * program, the peer) it is waiting for */
+	if (now - c->last < c->spin_ns && wakeup_may_poll(now))
+		return 0;
+	left = c->timeout_ns ? (c->timeout_ns - (now - c->start)) / 1000000 + 1 : (uint64_t)max_ms;
+	return left < (uint64_t)max_ms ? (int)left : max_ms;
+}
+
+void tp_clock_woken(struct tp_clock *c)
+{
+	c->last = now_ns();
 }
 
 int tp_create(const struct tp_callbacks *cb, unsigned flags, struct tp **out)

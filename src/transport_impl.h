@@ -25,6 +25,19 @@ struct tp_ops {
 struct tp { const struct tp_ops *ops; };
 struct tp_ep { const struct tp_ops *ops; };
 
+/* tp_run's bookkeeping, the same for both backends: the timeout, which a
+ * freeze of this process (or the VM) does not count against, and whether to
+ * busy-poll again or sleep. */
+struct tp_clock { uint64_t start, last, prev, spin_ns, timeout_ns; };
+void tp_clock_start(struct tp_clock *c, uint64_t spin_ns, uint64_t timeout_ns);
+/* After a pass of progress that found work (busy) or not, with done()
+ * still false: -ETIMEDOUT; 0, poll again at once (spin_ns since the last
+ * work has not passed and a CPU is free, wakeup.h); else the longest sleep
+ * in ms, at most max_ms. The pass's time is c->prev. */
+int tp_clock_pass(struct tp_clock *c, bool busy, int max_ms);
+/* Woken from a sleep: spin again for the burst that follows. */
+void tp_clock_woken(struct tp_clock *c);
+
 int tp_ucx_create(const struct tp_callbacks *cb, unsigned flags, struct tp **out);
 int tp_tcp_create(const struct tp_callbacks *cb, unsigned flags, struct tp **out);
 

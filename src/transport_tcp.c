@@ -49,7 +49,6 @@
 #define EVENTS 32
 /* Longest sleep in tp_run: a timeout is checked at least this often. */
 #define SLEEP_MS 100
-#define STALL_NS 3000000000ull /* a pass of tp_run that long was a freeze, not a slow peer */
 /* A peer that has not greeted this long after the connection was made is
  * not comex's TCP transport (a UCX listener waits for bytes of its own). */
 #define HELLO_TIMEOUT_NS 5000000000ull
@@ -125,7 +124,8 @@ static void put_hdr(uint8_t *p, const struct frame *f)
 	memcpy(p + 8, &aux, 8);
 }
 
-static int get_hdr(const uint8_t *p, struct frame *f)
+/* The header's fields as they are, checked or not. */
+static void decode_hdr(const uint8_t *p, struct frame *f)
 {
 	uint16_t ml;
 	uint32_t bl;
@@ -135,6 +135,11 @@ static int get_hdr(const uint8_t *p, struct frame *f)
 	memcpy(&bl, p + 4, 4);
 	memcpy(&aux, p + 8, 8);
 	*f = (struct frame){ p[0], le16toh(ml), le32toh(bl), le64toh(aux) };
+}
+
+static int get_hdr(const uint8_t *p, struct frame *f)
+{
+	decode_hdr(p, f);
 	if (!f->kind || f->kind >= K_END || p[1] || f->msg_len > PROTO_MAX_MSG || f->bulk_len > MAX_BULK)
 		return -EPROTO;
 	return 0;
@@ -156,20 +161,26 @@ static void op_done(struct tp_op *op, int status)
 	__atomic_store_n(&op->done, true, __ATOMIC_RELEASE);
 }
 
+/* The bulk part being received is in (status 0) or never will be: its
+ * claim's done callback, or the get it answers, hears so. */
+static void bulk_finish(struct tep *e, int status)
+{
+	e->st = RX_HDR;
+	if (e->done)
+		e->done(e->done_arg, status);
+	if (e->rop)
+		op_done(e->rop, status);
+	e->done = NULL, e->rop = NULL;
+}
+
 /* Completes everything in flight on e with err: the bulk part being
  * received, gets and flushes awaiting answers, frames not yet written. */
 static void fail_inflight(struct tep *e, int err)
 {
 	struct sqe *q;
 
-	if (e->st == RX_BULK) {
-		e->st = RX_HDR;
-		if (e->done)
-			e->done(e->done_arg, err);
-		if (e->rop)
-			op_done(e->rop, err);
-		e->done = NULL, e->rop = NULL;
-	}
+	if (e->st == RX_BULK)
+		bulk_finish(e, err);
 	for (; e->rq_n; e->rq_n--, e->rq_head = (e->rq_head + 1) % MAX_RMA_WAIT)
 		op_done(e->rq[e->rq_head].op, err);
 	while ((q = e->sq_head)) {
@@ -304,6 +315,15 @@ static int send_frame(struct tep *e, const struct frame *f, const void *msg, con
 
 /* ---- receiving ---- */
 
+/* What a recv that took no byte means: -ECONNRESET (the peer closed), 0
+ * (interrupted: try again), -EAGAIN (nothing there yet) or the error. */
+static int recv_failed(ssize_t r)
+{
+	if (r == 0)
+		return -ECONNRESET;
+	return errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN : errno == EINTR ? 0 : -errno;
+}
+
 /* More bytes into the stage; -EAGAIN when none are there. */
 static int rx_fill(struct tep *e)
 {
@@ -315,13 +335,10 @@ static int rx_fill(struct tep *e)
 		e->s_off = 0;
 	}
 	r = recv(e->fd, e->stage + e->s_len, STAGE - e->s_len, MSG_DONTWAIT);
-	if (r > 0) {
-		e->s_len += (uint32_t)r;
-		return 0;
-	}
-	if (r == 0)
-		return -ECONNRESET;
-	return errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN : errno == EINTR ? 0 : -errno;
+	if (r <= 0)
+		return recv_failed(r);
+	e->s_len += (uint32_t)r;
+	return 0;
 }
 
 /* Receives the rest of a bulk part in place (or drops it). */
@@ -340,21 +357,14 @@ static int rx_bulk(struct tep *e)
 		size_t want = e->dst || e->need < STAGE ? e->need : STAGE;
 		ssize_t r = recv(e->fd, to, want, MSG_DONTWAIT);
 
-		if (r == 0)
-			return -ECONNRESET;
-		if (r < 0)
-			return errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN : errno == EINTR ? 0 : -errno;
+		if (r <= 0)
+			return recv_failed(r);
 		e->need -= (size_t)r;
 		if (e->dst)
 			e->dst += r;
 		e->s_off = e->s_len = 0;
 	}
-	e->st = RX_HDR;
-	if (e->done)
-		e->done(e->done_arg, 0);
-	if (e->rop)
-		op_done(e->rop, 0);
-	e->done = NULL, e->rop = NULL;
+	bulk_finish(e, 0);
 	return 0;
 }
 
@@ -449,16 +459,13 @@ static int rx_dispatch(struct tep *e, const struct frame *f, const uint8_t *msg)
  * else) is named as such instead of as a malformed frame. */
 static int check_hello(struct tep *e, const uint8_t *p)
 {
-	uint64_t magic;
-	uint32_t version;
+	struct frame f;
 
-	memcpy(&magic, p + 8, 8);
-	memcpy(&version, p + 4, 4);
-	if (p[0] == K_HELLO && le64toh(magic) == TCP_MAGIC && le32toh(version) == TCP_VERSION)
+	decode_hdr(p, &f); /* bulk_len: the version */
+	if (f.kind == K_HELLO && f.aux == TCP_MAGIC && f.bulk_len == TCP_VERSION)
 		return 0;
-	if (p[0] == K_HELLO && le64toh(magic) == TCP_MAGIC)
-		log_error("%s: speaks comex's TCP transport version %u, this side %u", e->peer, le32toh(version),
-			  TCP_VERSION);
+	if (f.kind == K_HELLO && f.aux == TCP_MAGIC)
+		log_error("%s: speaks comex's TCP transport version %u, this side %u", e->peer, f.bulk_len, TCP_VERSION);
 	else
 		log_error("%s: not comex's TCP transport (is it running with transport ucx? a memnode and its "
 			  "clients must use the same option transport)", e->peer);
@@ -724,32 +731,23 @@ static int progress(struct ttp *t, int ms)
 static int tcp_run(struct tp *t_, bool (*done)(void *arg), void *arg, uint64_t spin_ns, uint64_t timeout_ns)
 {
 	struct ttp *t = (struct ttp *)t_;
-	uint64_t start = now_ns(), last = start, prev = start;
+	struct tp_clock clk;
 
+	tp_clock_start(&clk, spin_ns, timeout_ns);
 	for (;;) {
-		int n = progress(t, 0), ms = SLEEP_MS;
-		uint64_t now;
+		int n = progress(t, 0), ms;
 
 		if (done(arg))
 			return 0;
-		now = now_ns();
-		if (now - prev > STALL_NS) /* this process (or the VM) was frozen: not the peer's time */
-			start += now - prev;
-		prev = now;
-		if (n > 0)
-			last = now;
-		if (timeout_ns && now - start >= timeout_ns)
-			return -ETIMEDOUT;
-		/* polling pays only while a CPU is free for it (wakeup.h) */
-		if (now - last < spin_ns && wakeup_may_poll(now))
+		if ((ms = tp_clock_pass(&clk, n > 0, SLEEP_MS)) <= 0) {
+			if (ms)
+				return ms;
 			continue;
-		wakeup_sleeping(now);
-		if (timeout_ns && (timeout_ns - (now - start)) / 1000000 + 1 < (uint64_t)ms)
-			ms = (int)((timeout_ns - (now - start)) / 1000000) + 1;
-		n = progress(t, ms);
-		if (n == -EINTR && !done(arg))
+		}
+		wakeup_sleeping(clk.prev);
+		if (progress(t, ms) == -EINTR && !done(arg))
 			return -EINTR;
-		last = now_ns(); /* woken: spin again for the burst that follows */
+		tp_clock_woken(&clk);
 	}
 }
 

@@ -566,7 +566,6 @@ static int ucx_rma(struct tp_ep *e_, enum tp_rma_kind kind, void *local, size_t 
 	return 0;
 }
 
-#define STALL_NS 3000000000ull /* a pass of the loop below that long was a freeze */
 /* Longest sleep on the event fd. UCX over TCP sometimes has work without
  * signalling the fd (seen as stalls of seconds under load with 1 s sleeps);
  * waking 100 times a second bounds what a missed wake-up costs, for a few
@@ -576,14 +575,14 @@ static int ucx_rma(struct tp_ep *e_, enum tp_rma_kind kind, void *local, size_t 
 static int ucx_run(struct tp *t_, bool (*done)(void *arg), void *arg, uint64_t spin_ns, uint64_t timeout_ns)
 {
 	struct utp *t = (struct utp *)t_;
-	uint64_t start = now_ns(), last = start, prev = start;
+	struct tp_clock clk;
 	bool slept_out = false;
 
+	tp_clock_start(&clk, spin_ns, timeout_ns);
 	for (;;) {
 		unsigned n = 0, k;
-		uint64_t now;
 		struct pollfd pfd = { .fd = t->efd, .events = POLLIN };
-		int ms = POLL_MS, rc;
+		int ms, rc;
 
 		while ((k = ucp_worker_progress(t->worker)))
 			n += k;
@@ -593,32 +592,19 @@ static int ucx_run(struct tp *t_, bool (*done)(void *arg), void *arg, uint64_t s
 		slept_out = false;
 		if (done(arg))
 			return 0;
-		now = now_ns();
-		/* Each pass takes at most a 10 ms poll plus progress; a much longer
-		 * gap means this process (or the VM) was frozen, not that the peer
-		 * was slow, so that time does not count against the timeout. */
-		if (now - prev > STALL_NS)
-			start += now - prev;
-		prev = now;
-		if (n)
-			last = now;
-		if (timeout_ns && now - start >= timeout_ns)
-			return -ETIMEDOUT;
-		/* polling pays only while a CPU is free for it: on a machine with
-		 * more runnable threads than CPUs it takes the CPU of the very
-		 * thread (the program, the peer) it is waiting for */
-		if (now - last < spin_ns && wakeup_may_poll(now))
+		if ((ms = tp_clock_pass(&clk, n, POLL_MS)) <= 0) {
+			if (ms)
+				return ms;
 			continue;
+		}
 		if (ucp_worker_arm(t->worker) == UCS_ERR_BUSY)
 			continue;  /* events arrived since the last progress */
-		wakeup_sleeping(now);
-		if (timeout_ns && (timeout_ns - (now - start)) / 1000000 + 1 < (uint64_t)ms)
-			ms = (int)((timeout_ns - (now - start)) / 1000000) + 1;
+		wakeup_sleeping(clk.prev);
 		rc = poll(&pfd, 1, ms);
 		if (rc < 0 && errno == EINTR && !done(arg))
 			return -EINTR;
 		slept_out = rc == 0;
-		last = now_ns(); /* woken: spin again for the burst that follows */
+		tp_clock_woken(&clk);
 	}
 }
 

@@ -591,7 +591,8 @@ static void fault_missing(uint64_t idx, bool write)
 		STAT_ADD(P.c.stats, ns_wbuf_hit, now_ns() - t0);
 		return;
 	case PTE_REMOTE:
-		if ((P.rb && (src = rbuf_lookup(P.rb, idx))) || (!P.rb && (src = probe_take(idx, e, sum_at(idx))))) {
+		/* a read buffer's copy, or without one a probe's (probe.h) */
+		if ((src = P.rb ? rbuf_lookup(P.rb, idx) : probe_take(idx, e, sum_at(idx)))) {
 			if (!P.rb)
 				note_probes();
 			install_remote(idx, src, write, pte_node(e), pte_pfn(e));
