@@ -5,8 +5,11 @@ loopback TCP (started here) while, every 20-60 s (uniform, seeded), a random
 memnode is disturbed in a random way:
 
   kill     SIGKILL, left down --pause s, restarted on its port (a crash);
-  stop     SIGSTOP for --stop s, then SIGCONT (a hang: the client fails it
-           over after its op-timeout, then reconnects to it);
+  stop     SIGSTOP for --stop s, then SIGCONT (a hang: the client hedges its
+           reads and writes to the other copies within hedge-floor, holds it
+           suspect, and takes it back once it answers in time again);
+  starve   a CPU quota of 5 % (a cpu cgroup) for --stop s (a starved host:
+           the memnode answers, slowly);
   restart  SIGTERM (a planned departure: it drains, its clients move their
            pages), then started again on its port.
 
@@ -46,21 +49,24 @@ from benchlib import ROOT, cpu_times, finish_machine_info, git_revision, machine
 
 SCHEMA = "comex-bench-soak/2"
 NODES = ("a", "b", "c", "d")
-KINDS = ("kill", "stop", "restart")
-OP_TIMEOUT_S = 5   # comex run --op-timeout: a stopped memnode is failed over after this
+KINDS = ("kill", "stop", "restart", "starve")
+OP_TIMEOUT_S = 20  # comex run --op-timeout (its default): a hang is hedged long before it
+STOP_S = 8         # a stop or a starvation lasts this long
+STARVE_QUOTA = 0.05  # the CPU share a starved memnode gets
+CPU_CGROUP = Path("/sys/fs/cgroup/cpu")  # cgroup v1's cpu controller (v2: /sys/fs/cgroup with cpu.max)
 CONFIGS = {"r2": ["--replicas=2"], "r1-backup": ["--replicas=1", "--backup-dir={tmp}/backup"]}
 # Counters of --stats-json kept per iteration and summed per phase.
 COUNTERS = ("pages_evicted", "pages_written", "pages_failed_over", "pages_rereplicated", "pages_lost",
             "pages_corrupt", "memnodes_rejoined", "memnodes_drained", "pages_migrated", "pages_backup_read",
-            "budget_overshoots")
-FAILED = re.compile(r"memnode \S+ \(nid \d+\) failed:|drained, \d+ of our pages")
+            "budget_overshoots", "reads_hedged", "writes_hedged", "memnodes_suspected")
+FAILED = re.compile(r"memnode \S+ \(nid \d+\) failed:|drained, \d+ of our pages|memnode \S+ is late:")
 REPAIRED = re.compile(r"out of use \(failed or drained\).*?every page has its \d+ copies", re.S)
 PROGRESS = re.compile(r"^pager_bench: progress (\d+) (\d+)$", re.M)
 PLOT = ROOT / "docs" / "img" / "soak-throughput.png"
 
 
 class Memnodes:
-    """The memnodes, each disturbed by kill/stop/restart and brought back."""
+    """The memnodes, each disturbed (KINDS) and brought back."""
 
     def __init__(self, comex, tmp, token, pool_mib):
         self.args = (comex, tmp, token, pool_mib)
@@ -80,6 +86,9 @@ class Memnodes:
 
     def disturb(self, name, kind):
         p = self.procs[name]
+        if kind == "starve":
+            starve(p.pid, True)
+            return
         p.send_signal({"kill": signal.SIGKILL, "stop": signal.SIGSTOP, "restart": signal.SIGTERM}[kind])
         if kind == "kill":
             p.wait()
@@ -87,6 +96,9 @@ class Memnodes:
     def recover(self, name, kind):
         """True once name is back in service (call again until then)."""
         p = self.procs[name]
+        if kind == "starve":
+            starve(p.pid, False)
+            return True
         if kind == "stop":
             p.send_signal(signal.SIGCONT)
             return True
@@ -100,6 +112,22 @@ class Memnodes:
             p.send_signal(signal.SIGCONT)
             p.kill()
             p.wait()
+
+
+def starve(pid, on):
+    """Moves pid (all its threads) into a cpu cgroup limited to STARVE_QUOTA
+    of one CPU, or back to the root one."""
+    v2 = not (CPU_CGROUP / "cpu.cfs_quota_us").exists()
+    root = Path("/sys/fs/cgroup") if v2 else CPU_CGROUP
+    cg = root / "comex-soak-starved"
+    if on:
+        cg.mkdir(exist_ok=True)
+        if v2:
+            (cg / "cpu.max").write_text(f"{int(STARVE_QUOTA * 100000)} 100000")
+        else:
+            (cg / "cpu.cfs_period_us").write_text("100000")
+            (cg / "cpu.cfs_quota_us").write_text(str(int(STARVE_QUOTA * 100000)))
+    (cg if on else root).joinpath("cgroup.procs").write_text(str(pid))
 
 
 class Iteration:
@@ -173,7 +201,7 @@ def phase(a, nodes, tmp, cfg, name, seconds, rng, wl, lm, token, ref):
                       "previous_repaired": repaired, "iteration_over": lambda it=it: it.p.poll() is not None,
                       "_it": it, "_offset": offset}
                 events.append(ev)
-                pause = {"kill": a.pause, "stop": a.stop, "restart": 0.0}[kind]
+                pause = {"kill": a.pause, "stop": a.stop, "starve": a.stop, "restart": 0.0}[kind]
                 busy = (ev, node, kind, now + pause)
                 next_event = now + rng.uniform(a.interval_min, a.interval_max)
         for ev in events[-2:]:  # the failure noticed and repaired, from the client's log
@@ -293,7 +321,7 @@ def plot(doc, path):
 
 def markdown(doc, json_name, img):
     w, m = doc["workload"], doc["machine"]
-    out = ["# Soak: memnodes killed, stopped and restarted under a running program", "",
+    out = ["# Soak: memnodes killed, stopped, restarted and starved under a running program", "",
            f"<!-- generated by bench/soak.py from bench/results/{json_name}; do not edit -->", "",
            f"`pager_bench --pattern {w['pattern']} --size-mib {w['size_mib']} --passes {w['passes']} "
            f"--write-pct {w['write_pct']} --progress 1`, looped under `comex run --local-mem {w['local_mem']}` "
@@ -301,17 +329,18 @@ def markdown(doc, json_name, img):
            f"loopback TCP (`idle-spin 0`). Each configuration: {w['baseline_s']:.0f} s without failures, then "
            f"{w['duration_s']:.0f} s in which a random memnode is disturbed every {w['interval_min_s']:.0f}-"
            f"{w['interval_max_s']:.0f} s (seed {w['seed']}): `kill` (SIGKILL, down {w['pause_s']:.0f} s, "
-           f"restarted on its port), `stop` (SIGSTOP for {w['stop_s']:.0f} s, then SIGCONT) or `restart` "
-           f"(SIGTERM: it drains, then starts again), one memnode at a time; with `replicas 2` the next event "
+           f"restarted on its port), `stop` (SIGSTOP for {w['stop_s']:.0f} s, then SIGCONT), `restart` "
+           f"(SIGTERM: it drains, then starts again) or `starve` (a CPU quota of {STARVE_QUOTA:.0%} for "
+           f"{w['stop_s']:.0f} s), one memnode at a time; with `replicas 2` the next event "
            f"waits (up to {w['repair_wait_s']:.0f} s) until the previous one's re-replication is logged "
            "complete. Every iteration's checksum is compared with the native run's.", "",
            f"Machine: {m['cores']} cores, kernel {m['kernel']}, load average {' '.join(m['loadavg_start'])} at "
            f"the start, {' '.join(m.get('loadavg_end', []))} at the end; git {doc['git']['rev'][:12]}"
            f"{' (dirty)' if doc['git']['dirty'] else ''}; {doc['duration_s'] / 60:.0f} min in all.", "",
-           "| configuration | phase | s | iterations | events (kill/stop/restart) | wrong outputs | non-zero exits "
+           f"| configuration | phase | s | iterations | events ({'/'.join(KINDS)}) | wrong outputs | non-zero exits "
            "| pages lost | pages corrupt | failed over | re-replicated | pages moved by drains | rejoined "
-           "| touches/s |",
-           "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "| hedged reads/writes | suspected | touches/s |",
+           "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, c in doc["configs"].items():
         for ph_name in ("baseline", "failures"):
             ph, an = c[ph_name], c["analysis"]
@@ -320,7 +349,8 @@ def markdown(doc, json_name, img):
             out.append(f"| {name} | {ph_name} | {ph['seconds']:.0f} | {len(ph['iterations'])} | {kinds} "
                        f"| {ph['wrong_outputs']} | {ph['nonzero_exits']} | {ph['pages_lost']} | {ph['pages_corrupt']} "
                        f"| {ph['pages_failed_over']} | {ph['pages_rereplicated']} | {ph['pages_migrated']} "
-                       f"| {ph['memnodes_rejoined']} | {tps:,.0f} |")
+                       f"| {ph['memnodes_rejoined']} | {ph.get('reads_hedged', 0)}/{ph.get('writes_hedged', 0)} "
+                       f"| {ph.get('memnodes_suspected', 0)} | {tps:,.0f} |")
     out += ["", "Pages lost: pages whose every remote copy was gone when a memnode failed (client counter "
             "`pages_lost`). With `backup-dir` they are still on the compute node's disk and are read back from "
             "the file when touched, so only the `replicas 2` rows without a backup count real losses.", ""]
@@ -361,7 +391,7 @@ def parse_args(argv):
     ap.add_argument("--interval-min", type=float, default=20.0)
     ap.add_argument("--interval-max", type=float, default=60.0)
     ap.add_argument("--pause", type=float, default=5.0, help="seconds a killed memnode stays down")
-    ap.add_argument("--stop", type=float, default=OP_TIMEOUT_S + 3.0, help="seconds a stopped memnode stays stopped")
+    ap.add_argument("--stop", type=float, default=STOP_S, help="seconds a stopped or starved memnode stays so")
     ap.add_argument("--op-timeout", type=float, default=OP_TIMEOUT_S)
     ap.add_argument("--repair-wait", type=float, default=60.0,
                     help="replicas 2: wait at most this long for the previous event's re-replication")

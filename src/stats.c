@@ -163,10 +163,13 @@ int stats_json(const struct stats *s, char *buf, size_t cap)
 	stats_prefetch_shares(s, &acc, &cov);
 	APPEND(acc < 0 ? "  \"prefetch_accuracy\": null,\n" : "  \"prefetch_accuracy\": %.4f,\n", acc);
 	APPEND(cov < 0 ? "  \"prefetch_coverage\": null,\n" : "  \"prefetch_coverage\": %.4f,\n", cov);
+	APPEND("  \"memnodes_suspected\": %llu,\n", (unsigned long long)s->board.memnodes_suspected);
 	APPEND("  \"memnodes\": [");
 	for (int i = 0; i < s->nodes && i < OPT_MEMNODE_MAX; i++)
-		APPEND("%s\n    {\"addr\": \"%s\", \"frames_held\": %llu}", i ? "," : "",
-		       s->node_addr[i], (unsigned long long)s->frames_held[i]);
+		APPEND("%s\n    {\"addr\": \"%s\", \"frames_held\": %llu, \"suspect\": %s, \"waited_on\": %s}",
+		       i ? "," : "", s->node_addr[i], (unsigned long long)s->frames_held[i],
+		       s->board.suspect_nodes >> i & 1 ? "true" : "false",
+		       s->board.waiting_node == (uint64_t)i + 1 ? "true" : "false");
 	APPEND("\n  ],\n  \"hist_remote_ns\": [");
 	for (int i = 0; i < STATS_HIST_BUCKETS; i++)
 		APPEND("%s%llu", i ? ", " : "",

@@ -30,7 +30,17 @@
 	X(pages_failed_over) X(pages_rereplicated) X(pages_backup_written) X(pages_backup_read) X(preferred_node) \
 	X(locked_bytes) X(locked_all) X(pages_copied_out) X(children_unmanaged) \
 	X(pages_brought_home) X(home_held) X(bytes_mapped_outside) X(children_handed) \
-	X(outside_anon_bytes) X(outside_anon_peak_bytes) X(budget_unkept_ms)
+	X(outside_anon_bytes) X(outside_anon_peak_bytes) X(budget_unkept_ms) \
+	X(reads_hedged) X(writes_hedged)
+
+/* What the client library says of its memnodes, written by it as it happens
+ * (client_board), read by comex top, stats and the exporter. */
+struct stats_board {
+	uint64_t waiting_node;       /* 1 + the memnode a wait has lasted over 0.5 s on; 0: none */
+	uint64_t waiting_since_ns;   /* when that wait began (now_ns(), CLOCK_MONOTONIC) */
+	uint64_t suspect_nodes;      /* bit i: memnode i is suspect (late: steered around) */
+	uint64_t memnodes_suspected; /* times a memnode became suspect */
+};
 
 struct stats {
 	uint64_t magic;
@@ -48,16 +58,17 @@ struct stats {
 	 * there, 0: let go), read by the runtime's home thread, which answers
 	 * in home_held (module home). */
 	uint64_t home_request;
+	struct stats_board board;
 };
 
 /* home_held: 0 no, or: */
 #define HOME_HELD_YES 1     /* every page is home and eviction paused */
 #define HOME_HELD_REFUSED 2 /* asked, but the memory left is too short for the pages away */
 
-#define STATS_MAGIC 0x3953544154535843ull /* "CXSTATS9" little-endian (1: no histogram, 2: no pages_moved_uncounted,
+#define STATS_MAGIC 0x4153544154535843ull /* "CXSTATSA" little-endian (1: no histogram, 2: no pages_moved_uncounted,
 					  * 3: no locked_bytes, 4: no frames_renewed, 5: no budget_bytes,
 					  * 6: no children_unmanaged, 7: no outside_anon_bytes,
-					  * 8: no prefetch_probes_*) */
+					  * 8: no prefetch_probes_*, 9: no *_hedged, board) */
 
 /* Creates the shared file for this process; falls back to private memory
  * (logged) so that a missing /dev/shm never stops the program. */

@@ -110,6 +110,11 @@ int tp_rma(struct tp_ep *ep, enum tp_rma_kind kind, void *local, size_t len, uin
 	return ep->ops->rma(ep, kind, local, len, raddr, op);
 }
 
+int tp_abandon(struct tp_ep *ep, struct tp_op *op)
+{
+	return ep->ops->abandon ? ep->ops->abandon(ep, op) : -EOPNOTSUPP;
+}
+
 int tp_run(struct tp *t, bool (*done)(void *arg), void *arg, uint64_t spin_ns, uint64_t timeout_ns)
 {
 	return t->ops->run(t, done, arg, spin_ns, timeout_ns);

@@ -39,6 +39,7 @@ struct tp_op {
 	volatile bool done;
 	int status;   /* 0 or negative errno, valid once done */
 	uint32_t tag; /* the owner's; the transport never reads it */
+	uint64_t t0;  /* the owner's too (the client: when it started, ns) */
 };
 
 enum tp_rma_kind { TP_GET, TP_PUT, TP_FLUSH };
@@ -96,6 +97,13 @@ int tp_set_rkey(struct tp_ep *ep, const void *rkey, size_t len);
  * remote address raddr, or a flush that completes once every earlier put on
  * ep is complete at the target. local must stay valid until op->done. */
 int tp_rma(struct tp_ep *ep, enum tp_rma_kind kind, void *local, size_t len, uint64_t raddr, struct tp_op *op);
+/* Gives up on op (a get, put or flush of tp_rma, or a bulk part claimed with
+ * op as the done callback's arg) without failing ep: from the return on, the
+ * transport neither writes op's local buffer nor touches op; an answer that
+ * still comes is read and dropped. A put or bulk part being sent keeps going
+ * from its buffer, which must stay mapped (its content no longer matters).
+ * -EOPNOTSUPP where the backend cannot (UCX: only closing ep stops a get). */
+int tp_abandon(struct tp_ep *ep, struct tp_op *op);
 
 /* Drives progress until done(arg) is true. Busy-polls while there is
  * activity and for spin_ns after the last of it, then sleeps on the worker's

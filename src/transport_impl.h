@@ -18,6 +18,7 @@ struct tp_ops {
 	int (*set_rkey)(struct tp_ep *ep, const void *rkey, size_t len);
 	int (*rma)(struct tp_ep *ep, enum tp_rma_kind kind, void *local, size_t len, uint64_t raddr,
 		   struct tp_op *op);
+	int (*abandon)(struct tp_ep *ep, struct tp_op *op); /* NULL: -EOPNOTSUPP */
 	int (*run)(struct tp *t, bool (*done)(void *arg), void *arg, uint64_t spin_ns, uint64_t timeout_ns);
 };
 

@@ -157,6 +157,8 @@ static void set_out(struct tep *e, bool on)
 
 static void op_done(struct tp_op *op, int status)
 {
+	if (!op) /* abandoned (tp_abandon) */
+		return;
 	op->status = status;
 	__atomic_store_n(&op->done, true, __ATOMIC_RELEASE);
 }
@@ -808,6 +810,27 @@ static int tcp_rma(struct tp_ep *ep, enum tp_rma_kind kind, void *local, size_t 
 	return 0;
 }
 
+/* Nothing of e refers to op afterwards: a bulk part landing for it is
+ * dropped, its place in the queues keeps the stream in step. */
+static int tcp_abandon(struct tp_ep *ep, struct tp_op *op)
+{
+	struct tep *e = (struct tep *)ep;
+	struct sqe *q;
+
+	if (e->st == RX_BULK && (e->rop == op || (e->done && e->done_arg == op)))
+		e->dst = NULL, e->rop = NULL, e->done = NULL;
+	for (unsigned i = 0; i < e->rq_n; i++) {
+		struct rma_wait *w = &e->rq[(e->rq_head + i) % MAX_RMA_WAIT];
+
+		if (w->op == op)
+			w->op = NULL, w->local = NULL;
+	}
+	for (q = e->sq_head; q; q = q->next)
+		if (q->op == op)
+			q->op = NULL;
+	return 0;
+}
+
 static int tcp_connect(struct tp *t_, const char *hostport, void *user, struct tp_ep **out)
 {
 	struct ttp *t = (struct ttp *)t_;
@@ -919,5 +942,6 @@ int tp_tcp_create(const struct tp_callbacks *cb, unsigned flags, struct tp **out
 
 static const struct tp_ops tcp_ops = {
 	.listen = tcp_listen, .connect = tcp_connect, .close = tcp_close, .destroy = tcp_destroy,
-	.send = tcp_send, .recv_bulk = tcp_recv_bulk, .set_rkey = tcp_set_rkey, .rma = tcp_rma, .run = tcp_run,
+	.send = tcp_send, .recv_bulk = tcp_recv_bulk, .set_rkey = tcp_set_rkey, .rma = tcp_rma, .abandon = tcp_abandon,
+	.run = tcp_run,
 };

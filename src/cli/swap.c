@@ -445,6 +445,25 @@ static unsigned status_rows(const struct options *o, struct status_row *rows)
 	return n;
 }
 
+/* " (suspect: 0,2; waiting on 1)": the memnodes (by number in option
+ * memnode's list) the daemon steers around and the one it waits on, or "". */
+static const char *suspects_note(const struct swapd_stats *st, char *buf, size_t cap)
+{
+	uint64_t s = st->board.suspect_nodes, w = st->board.waiting_node;
+	size_t len = 0;
+
+	buf[0] = 0;
+	for (unsigned i = 0; i < 64 && len < cap; i++)
+		if (s >> i & 1)
+			len += (size_t)snprintf(buf + len, cap - len, "%s%u", len ? "," : " (suspect: ", i);
+	if (w && len < cap)
+		len += (size_t)snprintf(buf + len, cap - len, "%swaiting on %llu", len ? "; " : " (",
+					(unsigned long long)w - 1);
+	if (len && len < cap)
+		snprintf(buf + len, cap - len, ")");
+	return buf;
+}
+
 static void status_print(const struct status_row *r, bool json, bool first)
 {
 	const struct swapd_stats *st = r->st;
@@ -453,7 +472,7 @@ static void status_print(const struct status_row *r, bool json, bool first)
 	/* request latency in us from the log2 histograms; -1 with none yet */
 	double lat[4] = { programs_quantile(st->hist_read_ns, 0.5), programs_quantile(st->hist_read_ns, 0.99),
 			  programs_quantile(st->hist_write_ns, 0.5), programs_quantile(st->hist_write_ns, 0.99) };
-	char copies[24];
+	char copies[24], note[96];
 
 	for (int i = 0; i < 4; i++)
 		lat[i] = lat[i] < 0 ? -1 : lat[i] / 1000;
@@ -465,17 +484,23 @@ static void status_print(const struct status_row *r, bool json, bool first)
 		       "\"reads\":%llu,\"writes\":%llu,\"reads_per_s\":%.1f,\"writes_per_s\":%.1f,\"discards\":%llu,"
 		       "\"bytes_read\":%llu,\"bytes_written\":%llu,\"read_p50_us\":%.1f,\"read_p99_us\":%.1f,"
 		       "\"write_p50_us\":%.1f,\"write_p99_us\":%.1f,\"errors\":%llu,\"copies\":%u,"
-		       "\"degraded_blocks\":%llu,\"copies_remade\":%llu,\"memnodes\":\"%s\",\"transport\":\"%s\"}",
+		       "\"degraded_blocks\":%llu,\"copies_remade\":%llu,\"memnodes\":\"%s\",\"transport\":\"%s\","
+		       "\"reads_hedged\":%llu,\"writes_hedged\":%llu,\"memnodes_suspected\":%llu,\"suspect_nodes\":%llu,"
+		       "\"waiting_node\":%llu}",
 		       first ? "" : ",", r->name, r->loop, st->pid, (unsigned long long)st->size_bytes,
 		       (unsigned long long)st->stored_blocks, (unsigned long long)st->reads,
 		       (unsigned long long)st->writes, rps, wps, (unsigned long long)st->discards,
 		       (unsigned long long)st->bytes_read, (unsigned long long)st->bytes_written, lat[0], lat[1], lat[2],
 		       lat[3], (unsigned long long)st->errors, st->copies, (unsigned long long)st->degraded_blocks,
-		       (unsigned long long)st->copies_remade, st->memnodes, st->transport[0] ? st->transport : "read");
+		       (unsigned long long)st->copies_remade, st->memnodes, st->transport[0] ? st->transport : "read",
+		       (unsigned long long)st->reads_hedged, (unsigned long long)st->writes_hedged,
+		       (unsigned long long)st->board.memnodes_suspected, (unsigned long long)st->board.suspect_nodes,
+		       (unsigned long long)st->board.waiting_node);
 	else
-		printf("%-8s %-12s %8d %9llu %10llu %8s %9.0f %9.0f %8.1f %8.1f %8.1f %8.1f %7llu  %s\n", r->name, r->loop,
+		printf("%-8s %-12s %8d %9llu %10llu %8s %9.0f %9.0f %8.1f %8.1f %8.1f %8.1f %7llu  %s%s\n", r->name, r->loop,
 		       st->pid, (unsigned long long)(st->size_bytes >> 20), (unsigned long long)(st->stored_blocks >> 8),
-		       copies, rps, wps, lat[0], lat[1], lat[2], lat[3], (unsigned long long)st->errors, st->memnodes);
+		       copies, rps, wps, lat[0], lat[1], lat[2], lat[3], (unsigned long long)st->errors, st->memnodes,
+		       suspects_note(st, note, sizeof(note)));
 }
 
 int swap_status(const struct options *o, bool json)

@@ -6,14 +6,11 @@
 #include "client.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,10 +31,8 @@
 /* The embedded memnode's pool file (CLIENT_POOL_ENV) mapped shared,
  * process-wide: a forked child inherits the mapping and keeps it when it
  * reconnects. map NULL: none. */
-static struct { uint8_t *map; uint64_t bytes; char addr[256]; } pool_file;
-static void pool_file_populate(uint32_t pfn, uint32_t count);
 
-static void node_fail(struct node *n, int err)
+void node_fail(struct node *n, int err)
 {
 	if (n->joining) { /* a reconnection attempt failed: its caller retries later, quietly */
 		if (!n->join_err)
@@ -50,6 +45,7 @@ static void node_fail(struct node *n, int err)
 	if (n->goodbye) /* the session ended as agreed (BYE, DONE): the close is no failure */
 		return;
 	log_error("memnode %s (nid %u) failed: %s; its frames are unreachable", n->addr, n->nid, strerror(-err));
+	hedge_publish(n->c);
 }
 
 static int send_msg_bulk(struct node *n, struct proto_msg *m, const void *bulk, size_t bulk_len,
@@ -72,7 +68,7 @@ static int send_msg_bulk(struct node *n, struct proto_msg *m, const void *bulk, 
 		node_fail(n, err);
 		return err;
 	}
-	n->pend[n->npend++] = (struct pending){ m->seq, now_ns(), m->type, op, dst, bulk_len };
+	n->pend[n->npend++] = (struct pending){ m->seq, now_ns(), m->type, false, op, dst, bulk_len };
 	return 0;
 }
 
@@ -167,7 +163,11 @@ static void handle_transfer(struct node *n, const struct proto_msg *m, const str
 			    struct tp_bulk *bulk)
 {
 	size_t moved = (size_t)m->u.done.count * PROTO_FRAME_SIZE;
-	bool ok = p->op && moved == p->len &&
+	bool ok;
+
+	if (p->abandoned) /* given up by a hedge: its pages, unclaimed, are dropped */
+		return;
+	ok = p->op && moved == p->len &&
 		  ((m->type == PROTO_DATA && p->type == PROTO_READ && bulk && bulk->len == p->len) ||
 		   (m->type == PROTO_WRITTEN && p->type == PROTO_WRITE && !bulk));
 
@@ -198,8 +198,7 @@ static void handle_reply(struct node *n, const struct proto_msg *m, const struct
 		n->room = m->u.welcome.free_frames;
 		memcpy(n->rkey, m->u.welcome.rkey, m->u.welcome.rkey_len);
 		n->rkey_len = m->u.welcome.rkey_len;
-		n->direct = pool_file.map && !strcmp(pool_file.addr, n->addr) &&
-			    n->pool_frames * PROTO_FRAME_SIZE <= pool_file.bytes;
+		n->direct = pool_file_serves(n->addr, n->pool_frames);
 		if (n->direct)
 			log_info("memnode %s: pages move through its pool file, by copies of our own", n->addr);
 		n->welcomed = true;
@@ -314,6 +313,7 @@ void on_recv(void *arg, struct tp_ep *ep, void *user, const void *msg, size_t le
 	}
 	sim_distance(n->c, p.t0);
 	update_rtt(n, &p);
+	hedge_answered(n, &p);
 	if (m.type == PROTO_DATA || m.type == PROTO_WRITTEN || bulk)
 		handle_transfer(n, &m, &p, bulk);
 	else
@@ -340,13 +340,32 @@ static bool wait_done(void *arg)
 	return w->n->fail_err || w->cond(w->n);
 }
 
-int wait_for(struct node *n, bool (*cond)(struct node *), struct tp_op *op)
+/* tp_run for up to ns, through signals meant for the program. */
+static int run_for(struct node *n, struct waiter *w, uint64_t ns)
+{
+	int err;
+
+	while ((err = tp_run(n->c->tp, wait_done, w, n->c->spin_ns, ns)) == -EINTR)
+		;
+	return err;
+}
+
+int wait_until(struct node *n, bool (*cond)(struct node *), struct tp_op *op, uint64_t deadline)
 {
 	struct waiter w = { n, cond, op };
-	int err = tp_run(n->c->tp, wait_done, &w, n->c->spin_ns, n->c->timeout_ns);
+	uint64_t t0 = now_ns(), limit = n->c->timeout_ns;
+	int err;
 
-	if (err == -EINTR) /* a signal for the program: keep waiting */
-		return wait_for(n, cond, op);
+	if (deadline)
+		limit = deadline <= t0 ? 1 : deadline - t0 < limit ? deadline - t0 : limit;
+	err = run_for(n, &w, limit < WAIT_NAMED_NS ? limit : WAIT_NAMED_NS);
+	if (err == -ETIMEDOUT && limit > WAIT_NAMED_NS) { /* a long wait is said, not silent */
+		hedge_waiting(n, t0);
+		err = run_for(n, &w, limit - WAIT_NAMED_NS);
+		hedge_waiting(n, 0);
+	}
+	if (err == -ETIMEDOUT && limit < n->c->timeout_ns)
+		return -ETIME;
 	if (err == -ETIMEDOUT) {
 		log_error("memnode %s did not answer within %llu ms", n->addr,
 			  (unsigned long long)(n->c->timeout_ns / 1000000));
@@ -361,7 +380,12 @@ int wait_for(struct node *n, bool (*cond)(struct node *), struct tp_op *op)
 	return err ? err : n->fail_err;
 }
 
-static bool has_credit(struct node *n) { return n->npend < n->credits && n->npend < MAX_PENDING; }
+int wait_for(struct node *n, bool (*cond)(struct node *), struct tp_op *op)
+{
+	return wait_until(n, cond, op, 0);
+}
+
+bool has_credit(struct node *n) { return n->npend < n->credits && n->npend < MAX_PENDING; }
 static bool alloc_settled(struct node *n) { return !n->alloc_pending; }
 static bool no_pending(struct node *n) { return n->npend == 0; }
 static bool stats_done(struct node *n) { return !n->stats_pending || n->reply_err; }
@@ -422,6 +446,15 @@ static int ask_frames(struct node *n, unsigned order)
 	return err;
 }
 
+/* When the ALLOC in flight was sent (now if none is found). */
+static uint64_t alloc_sent(const struct node *n)
+{
+	for (unsigned i = 0; i < n->npend; i++)
+		if (n->pend[i].type == PROTO_ALLOC)
+			return n->pend[i].t0;
+	return now_ns();
+}
+
 /* Makes sure some frames are in n's pool, waiting if we must: asks with the
  * configured order, then with the largest order a NACK says is free. */
 static int fill_pool(struct node *n)
@@ -437,7 +470,11 @@ static int fill_pool(struct node *n)
 			return 0;
 		if (!n->alloc_pending && (err = ask_frames(n, order)))
 			return err;
-		err = wait_for(n, alloc_settled, NULL);
+		err = wait_until(n, alloc_settled, NULL, hedge_elsewhere(n) ? hedge_deadline(n, alloc_sent(n)) : 0);
+		if (err == -ETIME) { /* late: the caller places the page on another memnode */
+			hedge_suspect(n, "an ALLOC");
+			return -ENOSPC;
+		}
 		if (err)
 			return err;
 		if (n->fp.frames)
@@ -473,7 +510,7 @@ int client_alloc(struct comex_client *c, unsigned node, uint32_t want, uint32_t 
 	pthread_mutex_lock(&c->lock);
 	err = connect_deferred(c);
 	if (!err)
-		err = n->fail_err ? n->fail_err : n->evicting ? -ENOSPC : 0;
+		err = n->fail_err ? n->fail_err : n->evicting || hedge_avoided(n) ? -ENOSPC : 0;
 	if (!err)
 		err = fill_pool(n);
 	if (!err) {
@@ -494,7 +531,8 @@ void client_room(struct comex_client *c, uint64_t *out, unsigned nnodes)
 	for (unsigned i = 0; i < nnodes; i++) {
 		struct node *n = get_node(c, i);
 
-		out[i] = n && n->welcomed && !n->fail_err && !n->evicting && now >= n->exhausted_until ? n->room : 0;
+		out[i] = n && n->welcomed && !n->fail_err && !n->evicting && !hedge_avoided(n) &&
+				 now >= n->exhausted_until ? n->room : 0;
 	}
 	pthread_mutex_unlock(&c->lock);
 }
@@ -506,6 +544,8 @@ static int send_releases(struct node *n)
 
 	if (!n->nrel || n->fail_err)
 		return n->fail_err;
+	if (n->suspect && !has_credit(n)) /* it may be hung: they wait here, not the caller */
+		return 0;
 	m.u.free.nranges = n->nrel;
 	m.u.free.ranges = n->rel;
 	err = send_with_credit(n, &m);
@@ -522,6 +562,13 @@ static int queue_release(struct node *n, uint32_t pfn, uint32_t count)
 {
 	struct proto_range *last = n->nrel ? &n->rel[n->nrel - 1] : NULL;
 
+	if (n->nrel == PROTO_FREE_MAX_RANGES && !send_releases(n) && n->nrel) {
+		/* a suspect's queue, full: ours there until the session ends */
+		if (!n->releases_dropped++)
+			log_warn("memnode %s is suspect and its releases are queued in full: frames released from now "
+				 "on stay ours there until it answers in time or our session with it ends", n->addr);
+		return 0;
+	}
 	if (last && last->pfn + last->count == pfn)
 		last->count += count;
 	else if (last && pfn + count == last->pfn)
@@ -573,7 +620,7 @@ int client_flush(struct comex_client *c)
 		struct node *n = &c->node[i];
 		int err;
 
-		if (n->fail_err) /* out of use: its frames went with its session */
+		if (n->fail_err || n->suspect) /* out of use: its frames went with its session; suspect: later */
 			continue;
 		err = send_releases(n);
 		if (!err)
@@ -615,93 +662,44 @@ static int unseal(struct node *n, uint32_t pfn, uint32_t count, uint8_t *dst)
 	return 0;
 }
 
+/* Waits for op; hedged, only until it is late (measured from op->t0): then
+ * it is given up (-ETIME) where the transport can, else waited for on. */
+static int finish_wait(struct node *n, enum tp_rma_kind kind, struct tp_op *op, bool hedged)
+{
+	uint64_t deadline = hedged ? hedge_deadline(n, op->t0) : 0;
+	int err = wait_until(n, NULL, op, deadline);
+
+	if (err == -ETIME && hedge_abandon(n, op, kind == TP_GET ? "a read" : "a write"))
+		err = wait_for(n, NULL, op);
+	return err;
+}
+
 /* Completes a transfer started by transfer_start (op), waiting for it. A
  * transfer of an older session (the node failed and a new session began
  * since, perhaps still joining) failed with that session: its endpoint was
  * closed by node_reset, which cancelled it, and its frames are gone. It is
  * neither waited for nor allowed to touch the new session's endpoint. */
-static int transfer_finish(struct node *n, enum tp_rma_kind kind, struct tp_op *op)
+static int transfer_finish(struct node *n, enum tp_rma_kind kind, struct tp_op *op, bool hedged)
 {
 	int err;
 
 	if (op->tag != n->session)
 		return op->done && op->status ? op->status : -ECONNRESET;
-	err = op->done ? 0 : wait_for(n, NULL, op);
+	err = op->done ? 0 : finish_wait(n, kind, op, hedged);
 
 	if (!err)
 		err = op->status;
 	if (!err && n->rkey_len && !n->direct && kind == TP_PUT) { /* a put completes locally; a flush proves it landed */
-		*op = (struct tp_op){ .tag = n->session };
+		*op = (struct tp_op){ .tag = n->session, .t0 = op->t0 };
 		err = tp_rma(n->ep, TP_FLUSH, NULL, 0, 0, op);
 		if (!err)
-			err = wait_for(n, NULL, op);
+			err = finish_wait(n, kind, op, hedged);
 		if (!err)
 			err = op->status;
 	}
-	if (err && err != -EPERM && err != -ERANGE)
+	if (err && err != -EPERM && err != -ERANGE && err != -ETIME)
 		node_fail(n, err);
 	return err;
-}
-
-/* One transfer through the pool file: a copy, done when it returns (the
- * mapping is the pool's memory itself). Frames granted to us are populated
- * by the memnode before it grants them, so the copy never allocates. */
-static void pool_file_copy(enum tp_rma_kind kind, void *local, uint32_t count, uint32_t pfn)
-{
-	uint8_t *frames = pool_file.map + (size_t)pfn * PROTO_FRAME_SIZE;
-	size_t len = (size_t)count * PROTO_FRAME_SIZE;
-
-	if (kind == TP_GET)
-		memcpy(local, frames, len);
-	else
-		memcpy(frames, local, len);
-}
-
-/* Maps frames just granted to us into our page table at once (the memnode
- * populated them), so no copy takes a minor fault on a frame's first use:
- * 2-3 us each on this VM, against a fraction of that in one batch. Best
- * effort: a kernel without MADV_POPULATE_WRITE (5.14) faults them in. */
-static void pool_file_populate(uint32_t pfn, uint32_t count)
-{
-	(void)madvise(pool_file.map + (size_t)pfn * PROTO_FRAME_SIZE, (size_t)count * PROTO_FRAME_SIZE,
-		      MADV_POPULATE_WRITE);
-}
-
-/* The pool file comex run named, mapped once per process (P47, P54). By
- * path, not by an inherited descriptor: a program exec'd by the one comex
- * run started (a shell, env, timeout) finds it too, and no descriptor
- * leaks into a child the runtime does not manage. Shared and not dumped
- * (a core holds the program's memory, not the pool's, which can be as big
- * as the host's); its pages show in the program's RssShmem, charged to the
- * memnode that populated them (docs/PAGER.md P54). */
-void pool_file_take(void)
-{
-	static bool taken;
-	const char *v = getenv(CLIENT_POOL_ENV), *at = v ? strrchr(v, '@') : NULL;
-	char path[128];
-	struct stat st;
-	void *map = MAP_FAILED;
-	int fd;
-
-	if (taken || !at || at - v >= (ptrdiff_t)sizeof(path))
-		return;
-	taken = true;
-	memcpy(path, v, (size_t)(at - v));
-	path[at - v] = 0;
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0)
-		map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
-	if (map == MAP_FAILED) {
-		log_info("cannot map the embedded memnode's pool file %s (%m): its pages move by messages", path);
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	close(fd);
-	(void)madvise(map, (size_t)st.st_size, MADV_DONTDUMP);
-	pool_file.map = map;
-	pool_file.bytes = (uint64_t)st.st_size;
-	snprintf(pool_file.addr, sizeof(pool_file.addr), "%s", at + 1);
 }
 
 /* The frames [pfn, pfn + count) of node where the runtime can read them in
@@ -713,7 +711,7 @@ const void *client_frames_at(struct comex_client *c, unsigned node, uint32_t pfn
 
 	if (!n || !n->direct || c->crypt || n->fail_err || (uint64_t)pfn + count > n->pool_frames)
 		return NULL;
-	return pool_file.map + (size_t)pfn * PROTO_FRAME_SIZE;
+	return pool_file_at(pfn);
 }
 
 /* Through the pool file (P47); one-sided when the memnode offered its key
@@ -726,7 +724,7 @@ static int transfer_start(struct node *n, enum tp_rma_kind kind, uint32_t pfn, u
 	struct proto_msg m = { .type = kind == TP_GET ? PROTO_READ : PROTO_WRITE };
 	int err;
 
-	*op = (struct tp_op){ .tag = n->session };
+	*op = (struct tp_op){ .tag = n->session, .t0 = now_ns() };
 	if (n->fail_err)
 		return n->fail_err;
 	if (!count || (uint64_t)pfn + count > n->pool_frames || count > PROTO_MAX_RW_FRAMES)
@@ -750,13 +748,13 @@ static int transfer_start(struct node *n, enum tp_rma_kind kind, uint32_t pfn, u
 	return err;
 }
 
-static int transfer(struct node *n, enum tp_rma_kind kind, uint32_t pfn, uint32_t count, void *local)
+static int transfer(struct node *n, enum tp_rma_kind kind, uint32_t pfn, uint32_t count, void *local, bool hedged)
 {
 	struct tp_op op;
 	int err = transfer_start(n, kind, pfn, count, local, &op);
 
 	if (!err)
-		err = transfer_finish(n, kind, &op);
+		err = transfer_finish(n, kind, &op, hedged);
 	if (!err && n->c->crypt && kind == TP_GET && (err = unseal(n, pfn, count, local)))
 		node_fail(n, err);
 	return err;
@@ -770,7 +768,20 @@ int client_read(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t co
 	if (!n)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	err = transfer(n, TP_GET, pfn, count, dst);
+	err = transfer(n, TP_GET, pfn, count, dst, false);
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
+int client_read_hedged(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst)
+{
+	struct node *n = get_node(c, node);
+	int err;
+
+	if (!n)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	err = hedge_avoided(n) ? -EAGAIN : transfer(n, TP_GET, pfn, count, dst, true);
 	pthread_mutex_unlock(&c->lock);
 	return err;
 }
@@ -783,7 +794,7 @@ int client_write(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t c
 	if (!n)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	err = transfer(n, TP_PUT, pfn, count, (void *)src);
+	err = transfer(n, TP_PUT, pfn, count, (void *)src, false);
 	pthread_mutex_unlock(&c->lock);
 	return err;
 }
@@ -798,7 +809,7 @@ int client_write_start(struct comex_client *c, unsigned node, uint32_t pfn, uint
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
 	if (c->crypt) { /* sealed pages go out from the one bounce buffer: at once */
-		err = transfer(n, TP_PUT, pfn, count, (void *)src);
+		err = transfer(n, TP_PUT, pfn, count, (void *)src, false);
 		*op = (struct tp_op){ .done = true, .status = err, .tag = n->session };
 	} else {
 		err = transfer_start(n, TP_PUT, pfn, count, (void *)src, op);
@@ -815,7 +826,20 @@ int client_write_wait(struct comex_client *c, unsigned node, struct tp_op *op)
 	if (!n)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	err = transfer_finish(n, TP_PUT, op);
+	err = transfer_finish(n, TP_PUT, op, false);
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
+int client_write_wait_hedged(struct comex_client *c, unsigned node, struct tp_op *op)
+{
+	struct node *n = get_node(c, node);
+	int err;
+
+	if (!n)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	err = transfer_finish(n, TP_PUT, op, true);
 	pthread_mutex_unlock(&c->lock);
 	return err;
 }
@@ -869,6 +893,7 @@ void client_poll(struct comex_client *c, struct client_health *out)
 	for (unsigned i = 0; i < c->nnodes && i < 64; i++) {
 		struct node *n = &c->node[i];
 
+		hedge_tick(n);
 		if (n->fail_err)
 			h.out |= 1ull << i;
 		else if (n->evicting)
@@ -880,6 +905,7 @@ void client_poll(struct comex_client *c, struct client_health *out)
 		}
 		n->shrink_due = false;
 	}
+	hedge_publish(c); /* joins, failures and evictions since */
 	pthread_mutex_unlock(&c->lock);
 	*out = h;
 }

@@ -11,6 +11,7 @@
 
 struct comex_client;
 struct options;
+struct stats_board;
 struct tp_op;
 
 /* Set by comex run for its program and everything it execs: "PATH@ADDR",
@@ -61,6 +62,22 @@ int client_write(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t c
 int client_write_start(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, const void *src,
 		       struct tp_op *op);
 int client_write_wait(struct comex_client *c, unsigned node, struct tp_op *op);
+
+/* Hedged transfers (hedge.c), for callers that have another copy to go to:
+ * as client_read and client_write_wait, but -EAGAIN at once when node is
+ * suspect, and -ETIME once the transfer is late (option hedge-floor, or a
+ * few times this link's recent answer times): it is then given up (dst is
+ * no longer written; a write's frames should be released) and node is
+ * suspect. Where it cannot be given up (UCX) they wait as the others do. */
+int client_read_hedged(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst);
+int client_write_wait_hedged(struct comex_client *c, unsigned node, struct tp_op *op);
+/* Bit i: node i is suspect (late lately) and steered around, as another
+ * memnode is healthy: nothing new goes there, client_read_hedged refuses it
+ * (-EAGAIN). Without the lock (any thread, any time). */
+uint64_t client_avoided(const struct comex_client *c);
+/* Where the client writes, as they happen, its waits over 0.5 s and its
+ * suspects (struct stats_board in stats.h); b must outlive c. */
+void client_board(struct comex_client *c, struct stats_board *b);
 
 /* Node health, bit i for node i: evicting = asked us to take our pages
  * elsewhere (EVICT), and client_alloc() refuses it (-ENOSPC); out = not in

@@ -15,10 +15,13 @@
 #include "proto.h"
 #include "transport.h"
 
+struct stats_board;
+
 #define MAX_PENDING 32 /* >= any credit grant we honour */
 
-/* A request awaiting its reply; READ/WRITE carry the caller's transfer. */
-struct pending { uint64_t seq, t0; uint8_t type; struct tp_op *op; void *dst; size_t len; };
+/* A request awaiting its reply; READ/WRITE carry the caller's transfer,
+ * until a hedge gives up on it (abandoned: its answer is read and dropped). */
+struct pending { uint64_t seq, t0; uint8_t type; bool abandoned; struct tp_op *op; void *dst; size_t len; };
 
 struct node {
 	char addr[256];
@@ -59,6 +62,15 @@ struct node {
 	uint64_t taken_since, rate_t0;
 	struct proto_msg last_stats;
 	uint64_t allocs, nacks, releases_sent;
+	/* hedge.c: a memnode that answers late (hung, slowed) */
+	double xfer_us, xfer_dev_us;  /* EWMAs: a transfer's or ALLOC's answer time, its mean deviation */
+	bool suspect;                 /* missed a deadline: no new frames, reads go to its peers */
+	uint64_t suspect_t0;          /* since when (ns) */
+	uint64_t back_t;              /* when it was last taken back (ns) */
+	unsigned flaps;               /* suspected again soon after being taken back: longer probation */
+	unsigned probes_ok;           /* timely probe answers in a row while suspect */
+	uint64_t probe_seq;           /* its probe (a STATS) in flight; 0: none */
+	uint64_t late, releases_dropped;
 };
 
 struct comex_client {
@@ -81,22 +93,55 @@ struct comex_client {
 	struct auth_token token;
 	struct pagecrypt *crypt;      /* option encrypt: pages leave sealed */
 	uint8_t *bounce;              /* encrypt: PROTO_MAX_RW_FRAMES sealed pages on their way out */
+	uint64_t hedge_floor_ns;      /* option hedge-floor; 0: no hedging, nobody suspected */
+	struct stats_board *board;    /* client_board(), or NULL */
+	uint64_t avoided;             /* bit i: node i is steered around (hedge_avoided; atomic, lock-free reads) */
 };
 
 /* client.c, for session.c */
 struct node *get_node(struct comex_client *c, unsigned node); /* NULL past the last */
+void node_fail(struct node *n, int err);                      /* out of use, said once */
 int send_msg(struct node *n, struct proto_msg *m);            /* -EAGAIN without credit */
 int send_with_credit(struct node *n, struct proto_msg *m);    /* waits for credit first */
 /* Drives progress until cond(n) (and op, if given, is done) or op-timeout
  * passes (the memnode is then failed). */
 int wait_for(struct node *n, bool (*cond)(struct node *), struct tp_op *op);
+/* wait_for, but -ETIME once now_ns() passes deadline (0: none), the node
+ * neither failed nor closed: a hedge's point (hedge.c). */
+int wait_until(struct node *n, bool (*cond)(struct node *), struct tp_op *op, uint64_t deadline);
+bool has_credit(struct node *n);
 bool said_goodbye(struct node *n);
 int meta_alloc(struct node *n); /* encrypt: the per-frame table of a new session */
 void on_recv(void *arg, struct tp_ep *ep, void *user, const void *msg, size_t len, struct tp_bulk *bulk);
 void on_error(void *arg, struct tp_ep *ep, void *user, int err);
+/* poolfile.c: the embedded memnode's pool file, mapped (P47) */
 void pool_file_take(void); /* opens CLIENT_POOL_ENV's file, once per process */
+bool pool_file_serves(const char *addr, uint64_t frames); /* the memnode at addr's pool is mapped */
+void *pool_file_at(uint32_t pfn);
+void pool_file_copy(enum tp_rma_kind kind, void *local, uint32_t count, uint32_t pfn); /* a transfer */
+void pool_file_populate(uint32_t pfn, uint32_t count); /* frames just granted, into our page table */
 /* session.c, for client.c (lock held): with connect-on-demand, the first
  * sessions, made now; 0 once any node is in use (or none was deferred). */
 int connect_deferred(struct comex_client *c);
+/* hedge.c, for client.c (lock held) */
+void hedge_answered(struct node *n, const struct pending *p);  /* a reply to p came: timing, probation */
+uint64_t hedge_deadline(const struct node *n, uint64_t t0);     /* when a request sent at t0 is late; 0: never */
+/* Gives up on op (late): the transport and our pending entry drop it, the
+ * node becomes suspect (what names the request, for the log). -EOPNOTSUPP
+ * (UCX): op cannot be given up, wait on. */
+int hedge_abandon(struct node *n, struct tp_op *op, const char *what);
+void hedge_suspect(struct node *n, const char *what);
+/* n is suspect and another memnode is healthy: steered around (no new
+ * frames, reads go to its peers); the last memnodes left are waited for. */
+bool hedge_avoided(const struct node *n);
+bool hedge_elsewhere(const struct node *n); /* another memnode is healthy */
+void hedge_publish(struct comex_client *c); /* c->avoided and the board, anew */
+/* Membership tick: probes suspect nodes, fails one whose oldest request is
+ * older than op-timeout. */
+void hedge_tick(struct node *n);
+/* A wait on n has lasted WAIT_NAMED_NS since t0 (named in the log once and
+ * on the board), or is over (t0 0). */
+void hedge_waiting(struct node *n, uint64_t t0);
+#define WAIT_NAMED_NS 500000000ull /* a wait on one memnode is named after 0.5 s (issue 37: within 1 s) */
 
 #endif

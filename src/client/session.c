@@ -151,6 +151,7 @@ static int configure(struct comex_client *c, const struct options *o)
 	c->client_id = make_client_id();
 	c->spin_ns = opt_num(o, OPT_CLIENT_SPIN);
 	c->timeout_ns = opt_num(o, OPT_OP_TIMEOUT);
+	c->hedge_floor_ns = opt_num(o, OPT_HEDGE_FLOOR);
 	c->connect_timeout_ns = opt_num(o, OPT_CONNECT_TIMEOUT);
 	c->sim_rtt_ns = opt_num(o, OPT_SIM_RTT);
 	c->sim_jitter_ns = opt_num(o, OPT_SIM_JITTER);
@@ -396,7 +397,7 @@ void client_close(struct comex_client *c)
 		struct node *n = &c->node[i];
 		struct proto_msg m = { .type = PROTO_BYE };
 
-		if (n->ep && !n->fail_err && !send_with_credit(n, &m))
+		if (n->ep && !n->fail_err && !n->suspect && !send_with_credit(n, &m)) /* a suspect may hang: no wait */
 			wait_for(n, said_goodbye, NULL);
 		if (n->ep)
 			tp_close(n->ep);

@@ -52,7 +52,8 @@ struct memnode {
 	uint64_t drain_until;    /* draining: monotonic ns when it gives up (UINT64_MAX: never); 0: not draining */
 	struct elastic *elastic; /* option host-reserve: gives memory back to the host; NULL: off */
 	uint64_t corrupt_every;  /* option test-corrupt-reads; 0: off */
-	uint64_t reads;          /* READs answered, for the test hook */
+	uint64_t reads;          /* READs answered, for the test hooks */
+	uint64_t late_every, late_ns; /* options test-late-reads, test-late-by; 0: off */
 	uint64_t idle_since;      /* lingering: monotonic ns since no client is connected; 0: one is */
 	bool lingering;
 	uint8_t reply[PROTO_MAX_MSG];
@@ -231,6 +232,17 @@ static void send_corrupted(struct memnode *m, struct mconn *c, size_t rlen, cons
 	free(copy);
 }
 
+/* Test hook (test-late-reads): the whole memnode stands still, as in a
+ * long pause, then answers. */
+static void send_late(struct memnode *m, struct mconn *c, size_t rlen, const struct serve_bulk *sb)
+{
+	struct timespec ts = { (time_t)(m->late_ns / 1000000000), (long)(m->late_ns % 1000000000) };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+	send_reply(m, c, m->reply, rlen, sb->addr, sb->len);
+}
+
 static void on_recv(void *arg, struct tp_ep *ep, void *user, const void *msg, size_t len, struct tp_bulk *bulk)
 {
 	struct memnode *m = arg;
@@ -250,6 +262,8 @@ static void on_recv(void *arg, struct tp_ep *ep, void *user, const void *msg, si
 		receive_write(m, c, bulk, &sb, rlen);
 	else if (sb.len && m->corrupt_every && ++m->reads % m->corrupt_every == 0)
 		send_corrupted(m, c, rlen, &sb);
+	else if (sb.len && m->late_every && ++m->reads % m->late_every == 0)
+		send_late(m, c, rlen, &sb);
 	else
 		send_reply(m, c, m->reply, rlen, sb.len ? sb.addr : NULL, sb.len);
 	if (rc == SERVE_CLOSE)
@@ -477,16 +491,19 @@ static int load_auth(const struct options *o, struct auth_token *tok, bool *use_
  * READs. */
 static int corrupt_hook(const struct options *o, bool rma, uint64_t *every_out)
 {
-	uint64_t n = opt_num(o, OPT_TEST_CORRUPT_READS);
+	uint64_t n = opt_num(o, OPT_TEST_CORRUPT_READS), late = opt_num(o, OPT_TEST_LATE_READS);
 
-	if (n && rma) {
-		log_error("option test-corrupt-reads: %llu; the rma data path sends no READs to change, use data-path "
-			  "validated", (unsigned long long)n);
+	if ((n || late) && rma) {
+		log_error("option test-%s-reads: %llu; the rma data path sends no READs to change, use data-path "
+			  "validated", n ? "corrupt" : "late", (unsigned long long)(n ? n : late));
 		return -EINVAL;
 	}
 	if (n)
 		log_warn("test hook test-corrupt-reads: every %llu-th READ is answered with one byte changed",
 			 (unsigned long long)n);
+	if (late)
+		log_warn("test hook test-late-reads: every %llu-th READ is answered after %llu ms standing still",
+			 (unsigned long long)late, (unsigned long long)(opt_num(o, OPT_TEST_LATE_BY) / 1000000));
 	*every_out = n;
 	return 0;
 }
@@ -556,6 +573,8 @@ int memnode_main(const struct options *o)
 		err = corrupt_hook(o, rma, &m.corrupt_every);
 	if (err)
 		return err;
+	m.late_every = opt_num(o, OPT_TEST_LATE_READS);
+	m.late_ns = opt_num(o, OPT_TEST_LATE_BY);
 	if ((err = pool_fd(o, &pfd)))
 		return err; /* it stays open: the program opens it as /proc/PID/fd/N (P47) */
 	err = pool_create(bytes, max, opt_num(o, OPT_HUGEPAGES), opt_num(o, OPT_MLOCK), opt_num(o, OPT_HOST_RESERVE), pfd,

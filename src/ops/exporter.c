@@ -42,6 +42,9 @@ static const struct family {
 	{ "comex_program_prefetch_probes_wasted_total", "counter", "Sampled prefetched pages (probes) never touched.", FIELD(prefetch_probes_wasted), 1 },
 	{ "comex_program_direct_reclaims_total", "counter", "Faults that had to evict themselves.", FIELD(direct_reclaims), 1 },
 	{ "comex_program_budget_overshoots_total", "counter", "Times residency went over budget.", FIELD(budget_overshoots), 1 },
+	{ "comex_program_hedged_reads_total", "counter", "Reads served by another copy because their memnode was late or suspect.", FIELD(reads_hedged), 1 },
+	{ "comex_program_hedged_writes_total", "counter", "Writes given up on a late or suspect memnode (the pages' other copies stand in).", FIELD(writes_hedged), 1 },
+	{ "comex_program_memnodes_suspected_total", "counter", "Times a memnode became suspect (late: steered around).", FIELD(board.memnodes_suspected), 1 },
 };
 
 /* Faults by kind: count and time spent. */
@@ -95,14 +98,23 @@ static void write_histogram(FILE *f, const struct program *p)
 	prom_sample(f, "comex_program_remote_fault_seconds_count", l, (double)cum);
 }
 
-static void write_memnodes(FILE *f, const struct program *p)
+/* Per memnode: what the program's pages occupy there, whether it is
+ * suspect (1) and how long the program has been waiting on it (seconds,
+ * 0 unless a wait passed 0.5 s). */
+static void write_memnodes(FILE *f, const struct program *p, int what)
 {
+	static const char *const name[] = { "comex_program_remote_bytes", "comex_program_memnode_suspect",
+					    "comex_program_memnode_waiting_seconds" };
 	char l[256], node[96];
 
 	for (int i = 0; i < p->s.nodes && i < OPT_MEMNODE_MAX; i++) {
+		double v = what == 0 ? p->s.frames_held[i] * (double)PROTO_FRAME_SIZE
+			 : what == 1 ? (double)(p->s.board.suspect_nodes >> i & 1)
+			 : programs_waiting_ns(&p->s, i) / 1e9;
+
 		snprintf(node, sizeof(node), "memnode=\"%.63s\"", p->s.node_addr[i]);
 		labels(p, node, l, sizeof(l));
-		prom_sample(f, "comex_program_remote_bytes", l, p->s.frames_held[i] * (double)PROTO_FRAME_SIZE);
+		prom_sample(f, name[what], l, v);
 	}
 }
 
@@ -143,7 +155,15 @@ int exporter_render(void *unused, FILE *f)
 	write_kinds(f, ps, n, "comex_program_fault_seconds_total", "Time spent serving faults, by kind.", true);
 	prom_family(f, "comex_program_remote_bytes", "gauge", "Memory the program's evicted pages occupy, per memnode.");
 	for (size_t i = 0; i < n; i++)
-		write_memnodes(f, &ps[i]);
+		write_memnodes(f, &ps[i], 0);
+	prom_family(f, "comex_program_memnode_suspect", "gauge",
+		    "1 while the memnode is suspect for the program: it was late, and is steered around.");
+	for (size_t i = 0; i < n; i++)
+		write_memnodes(f, &ps[i], 1);
+	prom_family(f, "comex_program_memnode_waiting_seconds", "gauge",
+		    "How long the program has been waiting on the memnode, once a wait passed 0.5 s; else 0.");
+	for (size_t i = 0; i < n; i++)
+		write_memnodes(f, &ps[i], 2);
 	prom_family(f, "comex_program_remote_fault_seconds", "histogram",
 		    "Time from a remote fault to its page mapped (log2 buckets).");
 	for (size_t i = 0; i < n; i++)

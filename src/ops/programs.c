@@ -2,6 +2,8 @@
  * two of them without the program changing the numbers underneath. */
 #include "programs.h"
 
+#include "clock.h"
+
 #include <dirent.h>
 #include <stdbool.h>
 #include <errno.h>
@@ -135,4 +137,11 @@ double programs_quantile(const uint64_t *hist, double q)
 		below += hist[i];
 	}
 	return (double)(1ull << STATS_HIST_BUCKETS);
+}
+
+uint64_t programs_waiting_ns(const struct stats *s, int node)
+{
+	uint64_t since = s->board.waiting_since_ns, now = now_ns();
+
+	return s->board.waiting_node == (uint64_t)node + 1 && now > since ? now - since : 0;
 }

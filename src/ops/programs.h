@@ -23,5 +23,8 @@ const struct program *programs_find(const struct program *p, size_t n, int pid);
 /* Quantile q (0..1) in ns of a log2 histogram (stats.h buckets), linear
  * within the bucket it falls in; -1 when the histogram is empty. */
 double programs_quantile(const uint64_t *hist, double q);
+/* How long (ns) the program of s has been waiting on memnode node, once
+ * the wait passed 0.5 s (stats_board); 0 when it is not. */
+uint64_t programs_waiting_ns(const struct stats *s, int node);
 
 #endif

@@ -17,11 +17,16 @@
 #include "log.h"
 #include "ops_time.h"
 #include "options.h"
+#include "programs.h"
 #include "proto.h"
 #include "transport.h"
 
 #define MIB (1024.0 * 1024.0)
 #define SPIN_NS 100000
+/* A memnode that has not answered within this is shown suspect (hung or
+ * slowed: a gray failure) rather than waited for up to op-timeout: a status
+ * is what an operator runs while something is wrong. */
+#define LATE_NS 1000000000ull
 
 struct sample {
 	struct proto_msg m;  /* the STATS_REPLY (usage rows copied below) */
@@ -34,7 +39,9 @@ struct probe {
 	uint64_t seq;
 	uint8_t want;        /* reply type awaited; 0: none */
 	bool got, done;      /* done: numbers in, connection closed by us */
-	int err;             /* 0, or why the node counts as failed */
+	int err;             /* 0, or why the node counts as failed (or suspect, with late) */
+	bool late;           /* no answer within LATE_NS */
+	unsigned suspected_by; /* programs on this host that hold it suspect */
 	char why[160];
 	uint16_t nid;
 	struct sample a, b;  /* b unused with --interval 0 */
@@ -121,9 +128,11 @@ static int ask(struct status *st, struct probe *p, struct proto_msg *m, uint8_t 
 		fail(p, err, strerror(-err));
 		return err;
 	}
-	err = tp_run(st->tp, settled, p, SPIN_NS, st->timeout_ns);
+	err = tp_run(st->tp, settled, p, SPIN_NS, st->timeout_ns < LATE_NS ? st->timeout_ns : LATE_NS);
+	if (err == -ETIMEDOUT && st->timeout_ns > LATE_NS && !p->err)
+		p->late = true;
 	if (err == -ETIMEDOUT)
-		fail(p, err, "no answer within op-timeout");
+		fail(p, err, p->late ? "no answer within 1 s: hung or slowed" : "no answer within op-timeout");
 	else if (err)
 		fail(p, err, strerror(-err));
 	return p->err;
@@ -169,7 +178,10 @@ struct row {
 static struct row row_of(const struct status *st, const struct probe *p)
 {
 	const struct proto_msg *m = st->interval_s > 0 ? &p->b.m : &p->a.m;
-	struct row r = { .state = p->err ? "failed" : m->u.stats.flags & PROTO_STATS_DRAINING ? "draining" : "up" };
+	struct row r = { .state = p->late ? "suspect"
+				  : p->err ? "failed"
+				  : m->u.stats.flags & PROTO_STATS_DRAINING ? "draining"
+				  : p->suspected_by ? "suspect" : "up" };
 	double dt = p->b.t - p->a.t;
 
 	if (p->err)
@@ -208,6 +220,19 @@ static double imbalance(const struct status *st, double *pool_out, double *used_
 	return up && sum > 0 ? max / (sum / up) : -1;
 }
 
+/* Memnodes late for us (late) and those that answered us but are late for
+ * programs here (among imbalance()'s up). */
+static void count_suspects(const struct status *st, unsigned *late_out, unsigned *up_out)
+{
+	unsigned late = 0, up = 0;
+
+	for (unsigned i = 0; i < st->n; i++) {
+		late += st->p[i].late;
+		up += !st->p[i].err && st->p[i].suspected_by;
+	}
+	*late_out = late, *up_out = up;
+}
+
 static void print_usage_rows(const struct status *st, const struct probe *p)
 {
 	for (uint32_t i = 0; i < p->nusage; i++)
@@ -219,9 +244,10 @@ static void print_usage_rows(const struct status *st, const struct probe *p)
 static void print_table(const struct status *st)
 {
 	double pool, used, imb;
-	unsigned up;
+	unsigned up, late, late_up;
 
 	imb = imbalance(st, &pool, &used, &up);
+	count_suspects(st, &late, &late_up);
 	printf("%-24s %5s %-8s %10s %10s %10s %6s %7s %9s\n", "MEMNODE", "NID", "STATE", "POOL", "USED", "FREE",
 	       "USE%", "CLIENTS", "REQ/s");
 	for (unsigned i = 0; i < st->n; i++) {
@@ -232,13 +258,16 @@ static void print_table(const struct status *st)
 			printf("%-24s %5s %-8s (%s)\n", p->addr, "-", r.state, p->why);
 			continue;
 		}
-		printf("%-24s %5u %-8s %9.1fM %9.1fM %9.1fM %5.1f%% %7u %9.1f\n", p->addr, p->nid, r.state,
+		printf("%-24s %5u %-8s %9.1fM %9.1fM %9.1fM %5.1f%% %7u %9.1f", p->addr, p->nid, r.state,
 		       r.pool / MIB, r.used / MIB, r.free / MIB, r.pool ? 100 * r.used / r.pool : 0, r.clients, r.rate);
+		if (p->suspected_by)
+			printf(" (late for %u program%s here)", p->suspected_by, p->suspected_by == 1 ? "" : "s");
+		printf("\n");
 		if (st->clients)
 			print_usage_rows(st, p);
 	}
-	printf("%u memnode%s: %u up, %u failed; pool %.1fM, used %.1fM (%.1f%%); imbalance (max/mean used) ",
-	       st->n, st->n == 1 ? "" : "s", up, st->n - up, pool / MIB, used / MIB, pool ? 100 * used / pool : 0);
+	printf("%u memnode%s: %u up, %u suspect, %u failed; pool %.1fM, used %.1fM (%.1f%%); imbalance (max/mean used) ",
+	       st->n, st->n == 1 ? "" : "s", up - late_up, late + late_up, st->n - up - late, pool / MIB, used / MIB, pool ? 100 * used / pool : 0);
 	if (imb < 0)
 		printf("- (nothing used)\n");
 	else
@@ -263,9 +292,10 @@ static void json_str(const char *s)
 static void print_json(const struct status *st)
 {
 	double pool, used, imb;
-	unsigned up;
+	unsigned up, late, late_up;
 
 	imb = imbalance(st, &pool, &used, &up);
+	count_suspects(st, &late, &late_up);
 	printf("{\n  \"schema\": \"comex-status/1\",\n  \"interval_s\": %g,\n  \"memnodes\": [", st->interval_s);
 	for (unsigned i = 0; i < st->n; i++) {
 		const struct probe *p = &st->p[i];
@@ -282,8 +312,8 @@ static void print_json(const struct status *st)
 			continue;
 		}
 		printf(", \"nid\": %u, \"pool_bytes\": %.0f, \"used_bytes\": %.0f, \"free_bytes\": %.0f, "
-		       "\"clients\": %u, \"requests_per_s\": %.1f, \"clients_usage\": [",
-		       p->nid, r.pool, r.used, r.free, r.clients, r.rate);
+		       "\"clients\": %u, \"requests_per_s\": %.1f, \"suspected_by\": %u, \"clients_usage\": [",
+		       p->nid, r.pool, r.used, r.free, r.clients, r.rate, p->suspected_by);
 		for (uint32_t k = 0; k < p->nusage; k++) {
 			if (p->usage[k].client_id == st->client_id)
 				continue;
@@ -293,8 +323,8 @@ static void print_json(const struct status *st)
 		}
 		printf("]}");
 	}
-	printf("\n  ],\n  \"up\": %u,\n  \"failed\": %u,\n  \"pool_bytes\": %.0f,\n  \"used_bytes\": %.0f,\n"
-	       "  \"imbalance\": ", up, st->n - up, pool, used);
+	printf("\n  ],\n  \"up\": %u,\n  \"suspect\": %u,\n  \"failed\": %u,\n  \"pool_bytes\": %.0f,\n"
+	       "  \"used_bytes\": %.0f,\n  \"imbalance\": ", up - late_up, late + late_up, st->n - up - late, pool, used);
 	if (imb < 0)
 		printf("null\n}\n");
 	else
@@ -337,6 +367,22 @@ static void probe_all(struct status *st)
 		second_sample_and_bye(st, &st->p[i]);
 }
 
+/* What the programs on this host think: a memnode late for them is
+ * suspect even when it answered us. */
+static void note_programs(struct status *st)
+{
+	struct program *ps;
+	size_t n;
+
+	if (programs_snapshot(0, &ps, &n))
+		return;
+	for (size_t k = 0; k < n; k++)
+		for (int i = 0; i < ps[k].s.nodes && i < OPT_MEMNODE_MAX; i++)
+			for (unsigned j = 0; j < st->n && ps[k].s.board.suspect_nodes >> i & 1; j++)
+				st->p[j].suspected_by += !strcmp(ps[k].s.node_addr[i], st->p[j].addr);
+	free(ps);
+}
+
 int status_main(int argc, char **argv)
 {
 	static struct options o;
@@ -367,6 +413,7 @@ int status_main(int argc, char **argv)
 	for (unsigned i = 0; i < st.n; i++)
 		opt_list_item(&o, OPT_MEMNODE, i, st.p[i].addr, sizeof(st.p[i].addr));
 	probe_all(&st);
+	note_programs(&st);
 	if (st.json)
 		print_json(&st);
 	else

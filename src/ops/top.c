@@ -72,14 +72,26 @@ static void print_latency(const struct program *cur, const struct program *prev)
 		printf(" %7.1f %7.1f", p50 / 1e3, p99 / 1e3);
 }
 
+/* Each memnode holding pages of the program, or suspect, or waited on:
+ * ADDR(SIZE[,suspect][,waiting N s]). */
 static void print_memnodes(const struct stats *s)
 {
 	int shown = 0;
 
-	for (int i = 0; i < s->nodes && i < OPT_MEMNODE_MAX; i++)
-		if (s->frames_held[i])
-			printf("%s%s(%.0fM)", shown++ ? "," : " ", s->node_addr[i],
-			       s->frames_held[i] * (double)PROTO_FRAME_SIZE / MIB);
+	for (int i = 0; i < s->nodes && i < OPT_MEMNODE_MAX; i++) {
+		bool suspect = s->board.suspect_nodes >> i & 1;
+		uint64_t wait = programs_waiting_ns(s, i);
+
+		if (!s->frames_held[i] && !suspect && !wait)
+			continue;
+		printf("%s%s(%.0fM", shown++ ? "," : " ", s->node_addr[i],
+		       s->frames_held[i] * (double)PROTO_FRAME_SIZE / MIB);
+		if (suspect)
+			printf(",suspect");
+		if (wait)
+			printf(",waiting %.1fs", wait / 1e9);
+		printf(")");
+	}
 	if (!shown)
 		printf(" -");
 }

@@ -213,10 +213,15 @@ static int read_counted(unsigned node, uint32_t pfn, uint32_t count, void *dst, 
 			bool fail_over)
 {
 	uint64_t t0 = now_ns();
-	int err = client_read(P.c.client, node, pfn, count, dst);
+	int err = replica_hedging() ? client_read_hedged(P.c.client, node, pfn, count, dst)
+				  : client_read(P.c.client, node, pfn, count, dst);
 
+	if ((err == -ETIME || err == -EAGAIN) && fail_over) /* late, or node suspect: its peers serve */
+		STAT_ADD(P.c.stats, reads_hedged, 1);
 	if (err && fail_over)
 		err = replica_failover(node, idx, step, count, dst);
+	if (err == -EIO && fail_over) /* some page has no other copy (yet): its memnode is waited for */
+		err = client_read(P.c.client, node, pfn, count, dst);
 	STAT_ADD(P.c.stats, ns_read, now_ns() - t0);
 	if (err)
 		return err;

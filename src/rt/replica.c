@@ -21,6 +21,7 @@
 #include "log.h"
 #include "pager_impl.h"
 #include "placement.h"
+#include "proto.h"
 #include "rtmem.h"
 #include "transport.h"
 #include "uffd.h"
@@ -54,6 +55,11 @@ int replica_init(void)
 	tab = rt_alloc(P.c.npages * extra * sizeof(uint64_t));
 	repair_buf = rt_alloc(PAGE_SIZE);
 	return tab && repair_buf ? 0 : -ENOMEM;
+}
+
+bool replica_hedging(void)
+{
+	return extra || backup_on();
 }
 
 /* One frame on t for a copy of a page whose first copy is on n0. */
@@ -115,7 +121,10 @@ static void write_run(unsigned n0, struct wbuf *wb, uint32_t k, uint32_t slot, u
 	const char *src = data + ((size_t)slot << PAGE_SHIFT);
 	int err;
 
-	if (nops[n0] < OPS) {
+	if (client_avoided(P.c.client) >> loc_node(a) & 1) { /* late lately: this copy is made again later */
+		err = -EAGAIN;
+		STAT_ADD(P.c.stats, writes_hedged, 1);
+	} else if (nops[n0] < OPS) {
 		struct sec_op *o = &ops[n0][nops[n0]];
 
 		err = client_write_start(P.c.client, loc_node(a), loc_pfn(a), count, src, &o->op);
@@ -168,7 +177,11 @@ static void wait_ops(unsigned n0, struct wbuf *wb)
 	for (unsigned j = 0; j < nops[n0]; j++) {
 		struct sec_op *o = &ops[n0][j];
 
-		if (client_write_wait(P.c.client, o->node, &o->op))
+		int err = client_write_wait_hedged(P.c.client, o->node, &o->op);
+
+		if (err == -ETIME)
+			STAT_ADD(P.c.stats, writes_hedged, 1);
+		if (err)
 			run_failed(wb, o->k, o->slot, o->count);
 		else
 			STAT_ADD(P.c.stats, bytes_written, (uint64_t)o->count << PAGE_SHIFT);
@@ -280,14 +293,61 @@ static bool read_other(unsigned bad, uint64_t i, char *dst)
 	return read_copy(i, dst);
 }
 
+/* The copy of page i not on bad that a batch reads: its first copy, else
+ * its first extra one; 0 if it has none. */
+static uint64_t other_loc(unsigned bad, uint64_t i)
+{
+	pte_t e = pte_at(i);
+
+	if ((pte_state(e) == PTE_REMOTE || pte_state(e) == PTE_CLEAN) && pte_node(e) != bad)
+		return loc(pte_node(e), pte_pfn(e));
+	for (unsigned k = 0; k < extra; k++) {
+		uint64_t a = __atomic_load_n(&copies(i)[k], __ATOMIC_RELAXED);
+
+		if ((a & LOC_VALID) && loc_node(a) != bad)
+			return a;
+	}
+	return 0;
+}
+
+/* Pages k.. of the failover whose other copies sit in consecutive frames
+ * of one memnode (copies of consecutive evictions do: one cursor per pair
+ * of memnodes), read with one transfer into p and checked page by page.
+ * The pages taken (0: none could be read together). */
+static uint32_t read_batch(unsigned bad, uint64_t first, uint64_t step, uint32_t k, uint32_t count, char *p)
+{
+	uint64_t l = extra ? other_loc(bad, first + k * step) : 0;
+	uint32_t m = 1;
+
+	if (!l)
+		return 0;
+	while (k + m < count && m < PROTO_MAX_RW_FRAMES && other_loc(bad, first + (k + m) * step) == l + m)
+		m++;
+	if (m == 1 || client_read(P.c.client, loc_node(l), loc_pfn(l), m, p))
+		return 0;
+	for (uint32_t j = 0; j < m; j++) {
+		uint64_t i = first + (k + j) * step;
+		char *q = p + ((size_t)j << PAGE_SHIFT);
+
+		if (!pagesum_eq(pagesum_of(q), sum_at(i)) && !read_other(bad, i, q) && !backup_read(i, q))
+			return j; /* the rest one at a time, which fails on this one */
+	}
+	return m;
+}
+
 int replica_failover(unsigned bad, uint64_t first, uint64_t step, uint32_t count, char *dst)
 {
+	uint32_t m;
+
 	if (!extra && !backup_on())
 		return -EIO;
-	for (uint32_t k = 0; k < count; k++) {
+	for (uint32_t k = 0; k < count; k += m) {
 		uint64_t i = first + k * step;
 		char *p = dst + ((size_t)k << PAGE_SHIFT);
 
+		if ((m = read_batch(bad, first, step, k, count, p)))
+			continue;
+		m = 1;
 		if (!(extra && read_other(bad, i, p)) && !backup_read(i, p))
 			return -EIO;
 	}

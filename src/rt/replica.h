@@ -13,6 +13,10 @@ struct wbuf;
 
 /* The side table, when pager_opt(OPT_REPLICAS) > 1 (none otherwise). */
 int replica_init(void);
+/* Pages may have a copy elsewhere (replicas 2-3, or backup-dir): a read or
+ * write late on one memnode is given up and served by the others (hedged:
+ * client_read_hedged, client_write_wait_hedged). */
+bool replica_hedging(void);
 /* Eviction just added a page to primary node n0's buffer wb: frames for its
  * extra copies (fewer when fewer memnodes have room: re-replicated later). */
 void replica_place(unsigned n0, struct wbuf *wb);

@@ -480,6 +480,7 @@ static const char *start(bool take_over)
 		goto drop_stats;
 	}
 	note_nodes(cl);
+	client_board(cl, &stats->board);
 	if (configure(cl, uffd, &pc)) {
 		why = "pager start-up failed";
 		goto disconnect;

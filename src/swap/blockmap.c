@@ -26,6 +26,7 @@
 #include "log.h"
 #include "options.h"
 #include "proto.h"
+#include "transport.h"
 
 _Static_assert(BLOCKMAP_BLOCK == PROTO_FRAME_SIZE, "a block is one frame");
 
@@ -44,6 +45,7 @@ struct blockmap {
 	uint64_t *e[BLOCKMAP_MAX_COPIES];       /* nblocks entries each */
 	uint8_t *repair_buf;                    /* one block: what blockmap_repair copies through */
 	unsigned repair_delay_us;               /* test hook COMEX_TEST_REPAIR_DELAY_US (docs/TESTING.md) */
+	uint64_t reads_hedged, writes_hedged;   /* atomic: runs served by another copy or memnode (late) */
 };
 
 /* A write's new entries, or a read's copy of its entries: per call. */
@@ -186,18 +188,45 @@ static uint64_t placed(stage_t st, unsigned k, uint32_t i, uint32_t count, uint3
 	return avoid;
 }
 
+/* n frames from src onto node; with other copies (hedged), given up once
+ * late (-ETIME: the memnode is suspect then, and the caller writes them
+ * elsewhere). */
+static int put_frames(struct blockmap *m, unsigned node, uint32_t pfn, uint32_t n, const uint8_t *src, bool hedged)
+{
+	struct tp_op op;
+	int err;
+
+	if (!hedged)
+		return client_write(m->c, node, pfn, n, src);
+	err = client_write_start(m->c, node, pfn, n, src, &op);
+	return err ? err : client_write_wait_hedged(m->c, node, &op);
+}
+
 /* Copy k of count staged blocks from src, each on a memnode its copies
- * 0..k-1 are not on. */
+ * 0..k-1 are not on. With replicas, a write late on its memnode goes to
+ * another one; when every one left was late, they are waited for. */
 static int stage_copy(struct blockmap *m, stage_t st, unsigned k, uint32_t count, const uint8_t *src)
 {
+	uint64_t late = 0;
+	bool hedged = m->copies > 1;
+
 	for (uint32_t i = 0, got; i < count; i += got) {
 		uint32_t want, pfn;
-		unsigned node;
+		unsigned node = 0;
 		uint64_t avoid = placed(st, k, i, count, &want);
-		int err = take_frames(m, avoid, want, &node, &pfn, &got);
+		int err = take_frames(m, avoid | late, want, &node, &pfn, &got);
 
-		if (!err && (err = client_write(m->c, node, pfn, got, src + (size_t)i * BLOCKMAP_BLOCK)))
+		if (err && late) { /* none in time: wait on them */
+			late = 0, hedged = false, got = 0;
+			continue;
+		}
+		if (!err && (err = put_frames(m, node, pfn, got, src + (size_t)i * BLOCKMAP_BLOCK, hedged)))
 			client_release(m->c, node, pfn, got);
+		if (err == -ETIME) { /* late: suspect now, placed on another memnode */
+			__atomic_fetch_add(&m->writes_hedged, 1, __ATOMIC_RELAXED);
+			late |= 1ull << node, got = 0;
+			continue;
+		}
 		if (err)
 			return err;
 		for (uint32_t t = 0; t < got; t++)
@@ -217,7 +246,7 @@ static unsigned copies_now(struct blockmap *m)
 		return 1;
 	client_poll(m->c, &h);
 	for (unsigned i = 0; i < n; i++)
-		live += !(h.out >> i & 1);
+		live += !((h.out | client_avoided(m->c)) >> i & 1);
 	if (live >= m->copies)
 		return m->copies;
 	if (!__atomic_exchange_n(&m->warned, true, __ATOMIC_RELAXED))
@@ -236,6 +265,14 @@ static int write_chunk(struct blockmap *m, uint64_t block, uint32_t count, const
 
 	for (k = 0; k < copies && !err; k++)
 		err = stage_copy(m, st, k, count, src);
+	if (err && k > 1) { /* a memnode was lost or is late: fewer copies, made again by blockmap_repair */
+		for (uint32_t i = 0; i < count; i++) {
+			release(m, st[k - 1][i]);
+			st[k - 1][i] = 0;
+		}
+		copies = k - 1;
+		err = 0;
+	}
 	if (err) { /* what was staged, whole copies and the part of copy k - 1 */
 		for (unsigned j = 0; j < k; j++)
 			for (uint32_t i = 0; i < count; i++)
@@ -283,10 +320,12 @@ static uint32_t run_at(const uint64_t *e, uint32_t left)
 
 /* n frames of one memnode into dst: from the mapped pool where there is
  * one, else one client read. */
-static int fetch(struct blockmap *m, uint64_t e, uint32_t n, uint8_t *dst)
+static int fetch(struct blockmap *m, uint64_t e, uint32_t n, uint8_t *dst, bool hedged)
 {
 	const void *at = client_frames_at(m->c, e_node(e), e_pfn(e), n);
 
+	if (!at && hedged)
+		return client_read_hedged(m->c, e_node(e), e_pfn(e), n, dst);
 	if (!at)
 		return client_read(m->c, e_node(e), e_pfn(e), n, dst);
 	memcpy(dst, at, (size_t)n * BLOCKMAP_BLOCK);
@@ -312,10 +351,17 @@ static int read_copy(struct blockmap *m, stage_t st, unsigned k, uint32_t i, uin
 			err = -EIO;
 		} else {
 			n = run_at(&st[k][i + done], count - done);
-			err = fetch(m, e, n, at);
+			err = fetch(m, e, n, at, k + 1 < m->copies);
 		}
-		if (err && k + 1 < m->copies)
+		if (err && k + 1 < m->copies) {
+			bool late = err == -ETIME || err == -EAGAIN;
+
+			if (late)
+				__atomic_fetch_add(&m->reads_hedged, 1, __ATOMIC_RELAXED);
 			err = read_copy(m, st, k + 1, i + done, n, at);
+			if (err && late) /* no other copy could be read: this one is waited for */
+				err = fetch(m, e, n, at, false);
+		}
 	}
 	return err;
 }
@@ -433,7 +479,7 @@ static int repair_block(struct blockmap *m, uint64_t b, uint64_t out)
 	pthread_mutex_unlock(&m->lock);
 	if (!n)
 		return -1;
-	if (has_room(m, e, n) && !fetch(m, e[0], 1, m->repair_buf))
+	if (has_room(m, e, n) && !fetch(m, e[0], 1, m->repair_buf, false))
 		made = add_copies(m, e, n); /* else its unusable copies are only dropped */
 	if (m->repair_delay_us)
 		usleep(m->repair_delay_us); /* widens the window a write or discard of b may come in */
@@ -484,4 +530,10 @@ void blockmap_counts(struct blockmap *m, uint64_t *stored_out, uint64_t *degrade
 	*stored_out = m->stored;
 	*degraded_out = m->degraded;
 	pthread_mutex_unlock(&m->lock);
+}
+
+void blockmap_hedged(struct blockmap *m, uint64_t *reads_out, uint64_t *writes_out)
+{
+	*reads_out = __atomic_load_n(&m->reads_hedged, __ATOMIC_RELAXED);
+	*writes_out = __atomic_load_n(&m->writes_hedged, __ATOMIC_RELAXED);
 }

@@ -40,5 +40,8 @@ int blockmap_repair(struct blockmap *m, uint64_t *made_out, uint64_t *short_out)
 /* Blocks stored now, and how many of them have fewer copies than asked
  * for (written while memnodes were lost, or not repaired yet). */
 void blockmap_counts(struct blockmap *m, uint64_t *stored_out, uint64_t *degraded_out);
+/* Runs of blocks read from another copy, and written to another memnode,
+ * because their memnode was late or suspect (hedged), since creation. */
+void blockmap_hedged(struct blockmap *m, uint64_t *reads_out, uint64_t *writes_out);
 
 #endif

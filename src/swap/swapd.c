@@ -43,6 +43,9 @@ static void publish_counts(struct swapd *s)
 	blockmap_counts(s->map, &stored, &degraded);
 	__atomic_store_n(&s->st->stored_blocks, stored, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->st->degraded_blocks, degraded, __ATOMIC_RELAXED);
+	blockmap_hedged(s->map, &stored, &degraded);
+	__atomic_store_n(&s->st->reads_hedged, stored, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->st->writes_hedged, degraded, __ATOMIC_RELAXED);
 }
 
 /* Byte ranges of the file to blocks: the loop device sends whole 512-byte
@@ -203,6 +206,7 @@ int swapd_main(const struct options *o, const char *name, const char *path, int 
 	snprintf(s.st->memnodes, sizeof(s.st->memnodes), "%s", opt_str(o, OPT_MEMNODE));
 	if ((err = client_connect(o, &c)))
 		goto close_ready;
+	client_board(c, &s.st->board);
 	if ((err = blockmap_create(c, size / BLOCKMAP_BLOCK, (unsigned)opt_num(o, OPT_REPLICAS), &s.map)))
 		goto disconnect;
 	noreclaim_enter("swap daemon");

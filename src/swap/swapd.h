@@ -21,6 +21,8 @@ struct swapd_stats {
 	uint64_t bytes_read, bytes_written;
 	uint64_t read_ns, write_ns;                /* time in them, summed */
 	uint64_t errors;
+	uint64_t reads_hedged, writes_hedged;      /* runs of blocks served by another copy or memnode (late) */
+	struct stats_board board;                  /* the client's waits and suspects (stats.h) */
 	uint64_t hist_read_ns[STATS_HIST_BUCKETS];  /* per request, log2 buckets as stats.h's */
 	uint64_t hist_write_ns[STATS_HIST_BUCKETS];
 	int32_t pid;

@@ -27,14 +27,16 @@ mn_start() {
 }
 # start_prog NAME LOCALMEM MEMNODES MiB [idle]: prog_gate under comex run in
 # the background (sets run_pid), returns once it has filled its memory.
-# MEMNODES is --memnode's value, or "--config FILE".
+# MEMNODES is --memnode's value, or "--config FILE"; the array run_opts, when
+# set, adds comex run options.
 start_prog() {
   local name=$1 lm=$2 mns=$3 mib=$4 mode=${5:-} where
   if [[ $mns == --config* ]]; then where=($mns); else where=(--memnode "$mns"); fi
   rm -f "$dir/$name.gate"
   native "$name" "$gate" "$mib" / || { fail "$name" "native run failed"; return 1; }
   timeout -k 10 "$hang_guard" "$bin" run --local-mem "$lm" "${where[@]}" --token-file "$dir/token" --log-level 2 \
-    --stats-json "$dir/$name.json" -- "$gate" "$mib" "$dir/$name.gate" $mode >"$dir/$name.comex" 2>"$dir/$name.err" &
+    ${run_opts[@]+"${run_opts[@]}"} --stats-json "$dir/$name.json" -- "$gate" "$mib" "$dir/$name.gate" $mode \
+    >"$dir/$name.comex" 2>"$dir/$name.err" &
   run_pid=$!; pids+=("$run_pid")
   wait_filled "$name"
 }
@@ -104,17 +106,23 @@ counter() {
 # says otherwise: on a loaded machine a healthy but starved memnode must not
 # be taken for a failed one.
 start_job() {
-  local name=$1 mns=$2 c=; shift 2
+  local name=$1 mns=$2; shift 2
   timeout -k 10 "$hang_guard" "$bin" run --local-mem "$lm" --memnode "$mns" --token-file "$dir/token" --log-level 2 \
     "${@:---replicas=2}" --op-timeout "${OPT_TIMEOUT:-20s}" --stats-json "$dir/$name.json" -- "${job[@]}" >"$dir/$name.comex" 2>"$dir/$name.err" &
-  run_pid=$!; pids+=("$run_pid"); prog=
+  run_pid=$!; pids+=("$run_pid")
+  find_prog "$name"
+}
+# find_prog NAME: sets prog, the pid of the program comex run ($run_pid,
+# under timeout) started, once its counters exist
+find_prog() {
+  local c=; prog=
   for _ in $(seq 1 $((hang_guard * 10))); do # timeout -> comex run -> the program
     c=$(pgrep -P "$run_pid" | head -n 1); [ -n "$c" ] && prog=$(pgrep -P "$c" | head -n 1)
     [ -n "$prog" ] && [ -e "/dev/shm/comex-stats.$prog" ] && return 0
     kill -0 "$run_pid" 2>/dev/null || break
     sleep 0.1
   done
-  fail "$name" "the program did not start: $(tail -n 3 "$dir/$name.err")"; return 1
+  fail "$1" "the program did not start: $(tail -n 3 "$dir/$1.err")"; return 1
 }
 # written_at_least NAME N: waits until the program has written N pages out
 written_at_least() {

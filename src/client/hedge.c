@@ -1,0 +1,225 @@
+/* hedge: a memnode that answers late (hung in a long pause, starved, behind
+ * a slowed link: a gray failure) is given up on per request instead of
+ * waited for up to op-timeout. A request later than its deadline is dropped
+ * (its answer, if it comes, is read and thrown away) and the caller goes to
+ * another copy or another memnode; the memnode becomes suspect: no new
+ * frames come from it and reads go to its peers. The membership tick probes
+ * a suspect memnode and takes it back once it answers in time again, after
+ * a probation that grows when it keeps relapsing. docs/RELIABILITY.md. */
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "clock.h"
+#include "client_impl.h"
+#include "log.h"
+#include "stats.h"
+
+/* Late means LATE_FACTOR x (mean + DEV_FACTOR x deviation) of recent answer
+ * times, as TCP's RTO is mean + 4 deviations: an answer outside that is an
+ * outlier even on a busy host, and the extra factor keeps hedges (each an
+ * extra read) for real stalls; never under hedge-floor, which covers a
+ * scheduler's delays on an overloaded 2-core host (a few ms). */
+#define DEV_FACTOR 4.0
+#define LATE_FACTOR 4.0
+#define EWMA_WEIGHT 0.125
+/* A suspect is taken back after PROBES_OK timely probe answers in a row
+ * (one per 50 ms membership tick: 150 ms), doubled for each time it became
+ * suspect again within FLAP_WINDOW_NS of being taken back, up to 2^FLAPS_MAX
+ * (2.4 s): a memnode that keeps stalling stays out longer. */
+#define PROBES_OK 3u
+#define FLAP_WINDOW_NS 30000000000ull
+#define FLAPS_MAX 4u
+
+static void board_put(struct comex_client *c, size_t word, uint64_t v)
+{
+	if (c->board)
+		__atomic_store_n(&((uint64_t *)c->board)[word], v, __ATOMIC_RELAXED);
+}
+
+#define BOARD_WORD(f) (offsetof(struct stats_board, f) / sizeof(uint64_t))
+
+static uint64_t late_after(const struct node *n)
+{
+	double us = LATE_FACTOR * (n->xfer_us + DEV_FACTOR * n->xfer_dev_us);
+	uint64_t ns = (uint64_t)(us * 1000);
+
+	return ns < n->c->hedge_floor_ns ? n->c->hedge_floor_ns : ns;
+}
+
+uint64_t hedge_deadline(const struct node *n, uint64_t t0)
+{
+	uint64_t late;
+
+	if (!n->c->hedge_floor_ns)
+		return 0;
+	late = late_after(n);
+	return late < n->c->timeout_ns ? t0 + late : 0; /* op-timeout first: nothing to hedge */
+}
+
+static bool healthy(const struct node *n)
+{
+	return n->welcomed && !n->fail_err && !n->evicting && !n->suspect;
+}
+
+bool hedge_elsewhere(const struct node *n)
+{
+	for (unsigned i = 0; i < n->c->nnodes; i++)
+		if (&n->c->node[i] != n && healthy(&n->c->node[i]))
+			return true;
+	return false;
+}
+
+bool hedge_avoided(const struct node *n)
+{
+	return n->suspect && !n->fail_err && hedge_elsewhere(n);
+}
+
+void hedge_publish(struct comex_client *c)
+{
+	uint64_t avoided = 0, suspects = 0;
+
+	for (unsigned i = 0; i < c->nnodes && i < 64; i++) {
+		avoided |= (uint64_t)hedge_avoided(&c->node[i]) << i;
+		suspects |= (uint64_t)(c->node[i].suspect && !c->node[i].fail_err) << i;
+	}
+	__atomic_store_n(&c->avoided, avoided, __ATOMIC_RELAXED);
+	board_put(c, BOARD_WORD(suspect_nodes), suspects);
+}
+
+void hedge_suspect(struct node *n, const char *what)
+{
+	uint64_t now = now_ns();
+	struct comex_client *c = n->c;
+
+	if (n->suspect)
+		return;
+	if (n->back_t && now - n->back_t < FLAP_WINDOW_NS)
+		n->flaps += n->flaps < FLAPS_MAX;
+	else
+		n->flaps = 0;
+	n->suspect = true;
+	n->suspect_t0 = now;
+	n->probes_ok = 0;
+	hedge_publish(c);
+	if (c->board)
+		__atomic_fetch_add(&c->board->memnodes_suspected, 1, __ATOMIC_RELAXED);
+	log_warn("memnode %s is late: %s unanswered after %.0f ms; suspect until it answers in time again: nothing "
+		 "new goes there, pages with a copy elsewhere are read from it",
+		 n->addr, what, late_after(n) / 1e6);
+}
+
+static bool abandoned_left(const struct node *n)
+{
+	for (unsigned i = 0; i < n->npend; i++)
+		if (n->pend[i].abandoned)
+			return true;
+	return false;
+}
+
+static void take_back(struct node *n)
+{
+	n->suspect = false;
+	n->back_t = now_ns();
+	hedge_publish(n->c);
+	log_info("memnode %s answers in time again (%u probes in a row): back in use after %.1f s", n->addr,
+		 n->probes_ok, (n->back_t - n->suspect_t0) / 1e9);
+}
+
+static void probe_answered(struct node *n, uint64_t ns)
+{
+	n->probe_seq = 0;
+	if (!n->suspect)
+		return;
+	n->probes_ok = ns < late_after(n) ? n->probes_ok + 1 : 0;
+	if (n->probes_ok >= PROBES_OK << n->flaps && !abandoned_left(n))
+		take_back(n);
+}
+
+/* Answer times of transfers and ALLOCs feed the deadline; not those of a
+ * suspect (a stall's answers would stretch it) nor of abandoned requests. */
+void hedge_answered(struct node *n, const struct pending *p)
+{
+	uint64_t ns = now_ns() - p->t0;
+	double us = ns / 1000.0, dev;
+
+	if (p->abandoned) {
+		n->late++;
+		return;
+	}
+	if (p->seq == n->probe_seq) {
+		probe_answered(n, ns);
+		return;
+	}
+	if (n->suspect || (p->type != PROTO_READ && p->type != PROTO_WRITE && p->type != PROTO_ALLOC))
+		return;
+	if (!n->xfer_us) {
+		n->xfer_us = us;
+		n->xfer_dev_us = us / 2;
+		return;
+	}
+	dev = us > n->xfer_us ? us - n->xfer_us : n->xfer_us - us;
+	n->xfer_dev_us += EWMA_WEIGHT * (dev - n->xfer_dev_us);
+	n->xfer_us += EWMA_WEIGHT * (us - n->xfer_us);
+}
+
+int hedge_abandon(struct node *n, struct tp_op *op, const char *what)
+{
+	int err = n->ep ? tp_abandon(n->ep, op) : -ENOTCONN;
+
+	if (err)
+		return err;
+	for (unsigned i = 0; i < n->npend; i++)
+		if (n->pend[i].op == op)
+			n->pend[i] = (struct pending){ .seq = n->pend[i].seq, .t0 = n->pend[i].t0,
+						       .type = n->pend[i].type, .abandoned = true };
+	hedge_suspect(n, what);
+	return 0;
+}
+
+void hedge_tick(struct node *n)
+{
+	struct proto_msg m = { .type = PROTO_STATS };
+	uint64_t now = now_ns(), oldest = now;
+
+	if (n->fail_err || !n->welcomed)
+		return;
+	for (unsigned i = 0; i < n->npend; i++)
+		if (n->pend[i].t0 < oldest)
+			oldest = n->pend[i].t0;
+	if (now - oldest > n->c->timeout_ns) { /* nobody waits on it (abandoned, or written behind) */
+		log_error("memnode %s did not answer within %llu ms", n->addr,
+			  (unsigned long long)(n->c->timeout_ns / 1000000));
+		node_fail(n, -ETIMEDOUT);
+		return;
+	}
+	if (n->suspect && !n->probe_seq && has_credit(n) && !send_msg(n, &m))
+		n->probe_seq = m.seq;
+}
+
+void hedge_waiting(struct node *n, uint64_t t0)
+{
+	struct comex_client *c = n->c;
+
+	if (!t0) {
+		board_put(c, BOARD_WORD(waiting_node), 0);
+		return;
+	}
+	board_put(c, BOARD_WORD(waiting_since_ns), t0);
+	board_put(c, BOARD_WORD(waiting_node), (uint64_t)(n - c->node) + 1);
+	log_warn("waiting for memnode %s: no answer for %.1f s, and no other memnode can serve this request (it is "
+		 "declared failed after op-timeout, %.0f s)",
+		 n->addr, (now_ns() - t0) / 1e9, c->timeout_ns / 1e9);
+}
+
+uint64_t client_avoided(const struct comex_client *c)
+{
+	return __atomic_load_n(&c->avoided, __ATOMIC_RELAXED);
+}
+
+void client_board(struct comex_client *c, struct stats_board *b)
+{
+	pthread_mutex_lock(&c->lock);
+	c->board = b;
+	pthread_mutex_unlock(&c->lock);
+}

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# e2e_run_gray: gray failures. Under replicas 2 a memnode that hangs (SIGSTOP) costs no page and no op-timeout wait: the program pages on from the other copies, the memnode shows suspect in comex top, status and the metrics, and is taken back once resumed; answers that come late, after a hedge, never land in a page; with a single copy the program waits, named in the log and comex top.
+. "${COMEX_SRC:?}/tests/progs/lib.sh"
+. "$src/tests/progs/memnodes.sh"
+echo "e2e_run_gray: a memnode stopped (SIGSTOP) or answering late under replicas 2; a single copy waited for, visibly"
+mib=96; lm=24M
+pages=$((mib * 256)) # a pass of prog_gate reads and rewrites this many pages
+
+# node_of I: the name (a, b) of memnode number I in --memnode order
+node_of() { echo ab | cut -c$(($1 + 1)); }
+# grows NAME KEY BY: waits while the program runs until its counter KEY has
+# grown by BY from now (it makes progress); false if it ended first
+grows() {
+  local name=$1 key=$2 by=$3 from; from=$(counter "$prog" "$key")
+  while kill -0 "$run_pid" 2>/dev/null; do
+    [ "$(counter "$prog" "$key")" -ge $((from + by)) ] && return 0
+    sleep 0.2
+  done
+  fail "$name" "the program ended while waiting for $key to grow by $by"; return 1
+}
+# shows NAME PATTERN CMD...: waits until CMD's output matches PATTERN (the
+# program still running); false if it never does
+shows() {
+  local name=$1 pat=$2; shift 2
+  while kill -0 "$run_pid" 2>/dev/null; do
+    "$@" 2>/dev/null | grep -q -- "$pat" && return 0
+    sleep 0.2
+  done
+  fail "$name" "'$*' never showed '$pat': $("$@" 2>&1 | tail -n 2)"; return 1
+}
+stop_nodes() {
+  unset run_opts
+  for v in pid_a pid_b; do [ -n "${!v:-}" ] && { kill -CONT "${!v}"; kill -KILL "${!v}"; wait "${!v}"; } 2>/dev/null; done
+  unset pid_a pid_b
+}
+
+# 1. Replicas 2, op-timeout 10 min: the memnode the program reads from is
+# stopped while it pages. Only hedging keeps it going: it must make two
+# whole passes over its memory while the memnode stands still, and show
+# the memnode suspect everywhere; resumed, the memnode is taken back.
+if want stop; then
+  run_opts=(--replicas 2 --op-timeout 600s)
+  mn_start a --pool 256M && mn_start b --pool 256M &&
+  start_prog stop "$lm" "127.0.0.1:$port_a,127.0.0.1:$port_b" $mib &&
+  find_prog stop && {
+    pref=$(counter "$prog" preferred_node); pn=$(node_of "$pref"); pp=port_$pn; addr="127.0.0.1:${!pp}"
+    pv=pid_$pn; kill -STOP "${!pv}"
+    grows stop pages_written $((2 * pages)) &&
+    shows stop "$addr([0-9]*M,suspect" "$bin" top --once &&
+    shows stop "comex_program_memnode_suspect{.*memnode=\"$addr\"} 1" "$bin" exporter --once &&
+    shows stop "^$addr .* suspect" "$bin" status --interval 0 --token-file "$dir/token" \
+      --memnode "127.0.0.1:$port_a,127.0.0.1:$port_b" && {
+      kill -CONT "${!pv}"
+      wait_log "$dir/stop.err" "memnode $addr answers in time again" ||
+        fail stop "the memnode was not taken back after SIGCONT: $(grep -E 'late|again' "$dir/stop.err" | tail -n 2)"
+      grows stop pages_written "$pages" # and it is used again: the program pages on
+      if finished stop; then
+        rh=$(stats_get stop reads_hedged); wh=$(stats_get stop writes_hedged)
+        ms=$(stats_get stop memnodes_suspected); lost=$(stats_get stop pages_lost)
+        if [ $((rh + wh)) -le 0 ] || [ "$ms" -le 0 ] || [ "$lost" -ne 0 ] || grep -q "failed:" "$dir/stop.err"; then
+          fail stop "reads_hedged=$rh writes_hedged=$wh memnodes_suspected=$ms pages_lost=$lost; $(grep 'failed:' "$dir/stop.err" | head -n 1)"
+        else
+          echo "ok: stop: memnode $addr stopped for two passes: $rh reads and $wh writes hedged, suspect $ms time(s), taken back, output identical"
+        fi
+      fi
+    }
+  }
+  stop_nodes
+fi
+
+# 2. Both memnodes answer every 40th / 60th READ only after standing still
+# for 150 ms: those reads are hedged to the other copy, and their answers,
+# when they come, are dropped. Every page is checked against its hash on
+# the way in, so a late answer landing anywhere would stop the program.
+if want late; then
+  mn_start a --pool 256M --test-late-reads 40 --test-late-by 150ms &&
+  mn_start b --pool 256M --test-late-reads 60 --test-late-by 150ms && {
+    native late "$gate" "$mib" /
+    rc=0; under_comex late "$lm" --memnode "127.0.0.1:$port_a,127.0.0.1:$port_b" --token-file "$dir/token" \
+      --replicas 2 --log-level 2 -- "$gate" "$mib" / || rc=$?
+    if [ $rc -ne 0 ] || ! cmp -s "$dir/late.native" "$dir/late.comex"; then
+      fail late "exit $rc or output differs: $(grep -E '^comex: (error|warning)' "$dir/late.err" | head -n 3)"
+    else
+      rh=$(stats_get late reads_hedged); bad=$(stats_get late pages_corrupt)
+      if [ "$rh" -le 0 ] || [ "$bad" -ne 0 ] || ! grep -q "test-late-reads" "$dir/a.log"; then
+        fail late "reads_hedged=$rh (> 0 expected) pages_corrupt=$bad"
+      else
+        echo "ok: late: $rh reads hedged past memnodes that stood still, late answers dropped, output identical"
+      fi
+    fi
+  }
+  stop_nodes
+fi
+
+# 3. One memnode, replicas 1: stopped, it is waited for (there is nothing
+# else to read), and the wait is named in the log and in comex top; resumed,
+# the program ends with its output.
+if want single; then
+  run_opts=(--op-timeout 600s)
+  mn_start a --pool 256M &&
+  start_prog single "$lm" "127.0.0.1:$port_a" $mib && find_prog single && {
+    kill -STOP "$pid_a"
+    shows single "127.0.0.1:$port_a(.*waiting" "$bin" top --once &&
+    wait_log "$dir/single.err" "waiting for memnode 127.0.0.1:$port_a" &&
+    shows single "comex_program_memnode_waiting_seconds{.*} [1-9]" "$bin" exporter --once
+    kill -CONT "$pid_a"
+    if finished single; then
+      echo "ok: single: the wait on the stopped memnode was named in the log and comex top; output identical"
+    fi
+  }
+  stop_nodes
+fi
+finish
