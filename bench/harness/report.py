@@ -957,7 +957,7 @@ def render():
 
 def local_mem_text(d):
     """How a comex mode's budget was set: --local-mem auto following the
-    cgroup (docs/PAGER.md P38), or the fixed headroom of result files from
+    cgroup (docs/DECISIONS.md D49), or the fixed headroom of result files from
     before it."""
     if "local_mem" in d:
         return "--local-mem " + d["local_mem"]

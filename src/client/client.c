@@ -667,13 +667,13 @@ static void pool_file_populate(uint32_t pfn, uint32_t count)
 		      MADV_POPULATE_WRITE);
 }
 
-/* The pool file comex run named, mapped once per process (P47, P54). By
+/* The pool file comex run named, mapped once per process (D38). By
  * path, not by an inherited descriptor: a program exec'd by the one comex
  * run started (a shell, env, timeout) finds it too, and no descriptor
  * leaks into a child the runtime does not manage. Shared and not dumped
  * (a core holds the program's memory, not the pool's, which can be as big
  * as the host's); its pages show in the program's RssShmem, charged to the
- * memnode that populated them (docs/PAGER.md P54). */
+ * memnode that populated them (docs/DECISIONS.md D38). */
 void pool_file_take(void)
 {
 	static bool taken;
@@ -716,7 +716,7 @@ const void *client_frames_at(struct comex_client *c, unsigned node, uint32_t pfn
 	return pool_file.map + (size_t)pfn * PROTO_FRAME_SIZE;
 }
 
-/* Through the pool file (P47); one-sided when the memnode offered its key
+/* Through the pool file (D38); one-sided when the memnode offered its key
  * (data-path rma); otherwise a READ or WRITE that the memnode checks against
  * the frames it gave us.
  * Starts it; op is done once it completed (during any later wait). */

@@ -40,7 +40,7 @@ struct node {
 	uint16_t nid;
 	uint32_t credits;
 	uint64_t base, pool_frames;
-	bool direct;                  /* frames move through pool_file (P47) */
+	bool direct;                  /* frames move through pool_file (D38) */
 	uint8_t rkey[PROTO_MAX_RKEY];
 	uint32_t rkey_len;
 	int reply_err;                /* ERROR reply to a synchronous request */
