@@ -928,7 +928,7 @@ smoke run, `--render-only` to regenerate this page from the newest JSON;
 # derive; kept short and re-checked whenever the page is regenerated.
 NOTES = """
 Design observations behind these numbers (src/rt/fault.c, reclaim.c,
-prefetch.c; decisions D21-D23 in docs/DECISIONS.md):
+prefetch.c; decisions D19-D33 in docs/DECISIONS.md):
 
 - A remote fault fetches what the adaptive prefetcher plans (a window that
   doubles up to 64 pages while a sequential, backward or strided stream
