@@ -28,7 +28,7 @@ from bench.harness import sysenv  # noqa: E402
 SCHEMA = "comex-bench-distance/1"
 TOLERANCE = 0.10     # the issue's: set delay plus the path's own cost, within 10 %
 RATE_GBIT = 25       # as comex-rttN
-# --spin off, as the harness's option (docs/BENCH.md B8): nobody busy-polls
+# --spin off, as the harness's option (docs/DECISIONS.md D71): nobody busy-polls
 NO_SPIN = ["--client-spin", "0"]
 
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Redis BGSAVE under comex run at 25 % of its footprint, lazy fork against
-eager fork (docs/PAGER.md P29; issue 9 item 8).
+eager fork (docs/DECISIONS.md D45; issue 9 item 8).
 
 redis-server (embedded memnode, shared memory) is filled with DEBUG POPULATE
 to about --size-mib of data, then BGSAVE forks a child that writes every key
 to disk while the parent keeps serving. With `--lazy-fork false` the fork
-first brings every remote page home (P7); with `--lazy-fork true` the parent's
+first brings every remote page home (D45); with `--lazy-fork true` the parent's
 handler serves the child from a snapshot. Per run: redis's own fork time
 (INFO `latest_fork_usec`), the BGSAVE wall time (polled every 20 ms), the
 parent's peak resident memory, the bytes read from the memnode during the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""memnode_busy (docs/PAGER.md P51, issue 21 item 2): how a memnode in its
+"""memnode_busy (docs/DECISIONS.md D36, issue 21 item 2): how a memnode in its
 own process serves 4 KiB reads over loopback TCP when the host it runs on is
 busy, for each value of its option sched.
 

@@ -550,11 +550,11 @@ def variant_table(results, group, base_names):
 VARIANT_SECTIONS = {
     "policy": ("Eviction policy: clock vs fifo", ("50%", "25%")),
     "spin": ("Fault handler spin: 0 / 50 µs / 200 µs", ("25%",)),
-    "writebehind": ("Write-behind on (default) / off (P26)", ("50%", "25%")),
-    "reclaimer": ("Reclaimer thread off (default) / on (P18)", ("50%", "25%")),
-    "yield": ("Spinning handler yields (default) / pauses (P32)", ("50%", "25%")),
-    "pool": ("Embedded pool fixed (populated at start) / growing with the program (P31)", ("50%", "25%")),
-    "busy": ("Beside one CPU-bound neighbour at normal priority (issue 21; P43)", ("50%", "25%")),
+    "writebehind": ("Write-behind on (default) / off (D27)", ("50%", "25%")),
+    "reclaimer": ("Reclaimer thread off (default) / on (D31)", ("50%", "25%")),
+    "yield": ("Spinning handler yields (default) / pauses (D33)", ("50%", "25%")),
+    "pool": ("Embedded pool fixed (populated at start) / growing with the program (D11)", ("50%", "25%")),
+    "busy": ("Beside one CPU-bound neighbour at normal priority (issue 21; D36)", ("50%", "25%")),
 }
 
 
@@ -598,10 +598,10 @@ FLOOR_ROWS = [
     ("kernel_zero_read", "no userfaultfd: first read of a fresh anonymous page (zero page)"),
     ("zero_window", "first touch, comex's way for scattered touches: `same_core` answering with the zero page over "
      "512 pages; each first write then a kernel fault off the zero page"),
-    ("populate_window", "first touch, comex's way for a stream of first touches (P24): `same_core` answering with "
+    ("populate_window", "first touch, comex's way for a stream of first touches (D29): `same_core` answering with "
      "512 zeroed pages in one UFFDIO_COPY; no fault on the writes that follow"),
     ("sigbus", "UFFD_FEATURE_SIGBUS: no handler thread, the faulting thread's SIGBUS handler answers with "
-     "UFFDIO_COPY 4 KiB (the delivery issue 9 item 2(b) proposes; P25)"),
+     "UFFDIO_COPY 4 KiB (the delivery issue 9 item 2(b) proposes; D35)"),
 ]
 
 
@@ -679,7 +679,7 @@ def analysis(doc):
             s.append(f"{p}, fits: the only userfaultfd work is first touch — {zf['count']} zero-fill faults "
                      f"(up to 512 pages each while the budget has room) at {fus(zf['us'])} µs "
                      f"handler-side, {zero_ms:.0f} ms in all, which populated {pop} pages (a stream of first "
-                     f"touches, P24: the writes that follow take no fault) and mapped the zero page over the "
+                     f"touches, D29: the writes that follow take no fault) and mapped the zero page over the "
                      f"rest (each first write then an ordinary kernel fault). The fill phase goes from "
                      f"{n['fill_s']['median']:.3f} s to "
                      f"{fits['fill_s']['median']:.3f} s, the access phase (no faults) from "
@@ -928,7 +928,7 @@ smoke run, `--render-only` to regenerate this page from the newest JSON;
 # derive; kept short and re-checked whenever the page is regenerated.
 NOTES = """
 Design observations behind these numbers (src/rt/fault.c, reclaim.c,
-prefetch.c; decisions P16-P21 in docs/PAGER.md):
+prefetch.c; decisions D19-D33 in docs/DECISIONS.md):
 
 - A remote fault fetches what the adaptive prefetcher plans (a window that
   doubles up to 64 pages while a sequential, backward or strided stream

@@ -76,7 +76,7 @@ PASSES = 2
 WRITE_PCT = 10
 LOCAL_FRACTION = 4          # local-mem = size / 4 + the runtime's write buffers
 WBUF_PAGES = 256            # comex default, per memnode, counts against local-mem
-RUN_NO_SPIN = ["--handler-spin", "0", "--client-spin", "0"]   # as bench/harness (docs/BENCH.md B8)
+RUN_NO_SPIN = ["--handler-spin", "0", "--client-spin", "0"]   # as bench/harness (docs/DECISIONS.md D71)
 RUN_TIMEOUT_S = 900
 MIB = 1 << 20
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""reservations (docs/PAGER.md P45): a big MAP_NORESERVE reservation touched
+"""reservations (docs/DECISIONS.md D50): a big MAP_NORESERVE reservation touched
 sparsely, natively and under `comex run` with the default region and with
 the old 64 GiB one, side by side in one run.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""sched (docs/PAGER.md P43): how the threads a fault waits on are scheduled
+"""sched (docs/DECISIONS.md D36): how the threads a fault waits on are scheduled
 (option sched: normal, slice, fifo), on a quiet machine and beside CPU-bound
 neighbours at normal priority; a mode build:DIR runs another build's comex
 (sched normal) for an A/B of two versions, a mode of comex run flags
@@ -61,7 +61,7 @@ def run(build, argv, size_mib, local_kib, mode, tmp, want):
     stats = Path(tmp) / "stats.json"
     sysenv.warm_guest_memory(size_mib + 64)
     t = time.monotonic()
-    # stdin /dev/null, readable at once: until P46 the fault handler polled
+    # stdin /dev/null, readable at once: until D45 the fault handler polled
     # descriptor 0 and spun whenever it was (as under this harness)
     p = subprocess.run([*comex_argv(build, mode), f"--local-mem={local_kib}K", f"--stats-json={stats}", "--", *argv],
                        capture_output=True, text=True, env=clean_env(), stdin=subprocess.DEVNULL)

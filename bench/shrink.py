@@ -109,7 +109,7 @@ def one_run(a, comex, gate_prog, tmp, token, r, native_out):
         out = tmp / f"prog{r}.out"
         stats = tmp / f"prog{r}.json"
         with open(out, "w") as fo, open(err, "w") as fe:
-            # log-level 2: the runtime says "connected" only when asked for info (P41)
+            # log-level 2: the runtime says "connected" only when asked for info (D41)
             prog = subprocess.Popen([comex, "run", f"--local-mem={a.local_mib}M", "--log-level=2", f"--config={conf}",
                                      f"--token-file={token}", f"--stats-json={stats}", "--", gate_prog,
                                      str(a.program_mib), str(gate), "idle"], stdout=fo, stderr=fe, env=clean_env())

@@ -48,7 +48,7 @@ def device_for(name, build, size, workdir):
     d = sysenv.ComexSwap(os.path.join(build, "comex"), size, os.path.join(workdir, "comex-swap"))
     if name == "comex-swap-nospin":
         d.extra = ["--swap-spin", "0"]
-    elif name in ("comex-swap-uring", "comex-swap-read"):   # FUSE over io_uring, or /dev/fuse reads (S10)
+    elif name in ("comex-swap-uring", "comex-swap-read"):   # FUSE over io_uring, or /dev/fuse reads (D60)
         d.extra = ["--swap-uring", "on" if name.endswith("uring") else "off"]
     elif name.startswith("comex-swap-spin"):   # comex-swap-spinT: swap-spin T (e.g. 500us), for an A/B
         d.extra = ["--swap-spin", name[len("comex-swap-spin"):]]

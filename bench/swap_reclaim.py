@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The whole machine in global reclaim on `comex swap` (docs/SWAP.md S4,
+"""The whole machine in global reclaim on `comex swap` (docs/DECISIONS.md D56,
 issue 22 item 3): does anything wait on the swap daemon for ever?
 
 `comex swap up` (its embedded memnode unless --memnode), the only swap; a

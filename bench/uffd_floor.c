@@ -22,9 +22,9 @@
  *                     pages: the writes that follow take no fault at all.
  *   sigbus            UFFD_FEATURE_SIGBUS: no handler thread; the faulting thread
  *                     takes SIGBUS and its signal handler answers with
- *                     UFFDIO_COPY of one page (issue 9 item 2(b), P25).
+ *                     UFFDIO_COPY of one page (issue 9 item 2(b), D35).
  * The two window modes compare first-touch costs (their mean_us is the cost
- * per page filled, next to kernel_minor's); PAGER.md P24.
+ * per page filled, next to kernel_minor's); DECISIONS.md D29.
  * Each touch writes one byte of a fresh page; the faulting thread times it
  * with CLOCK_MONOTONIC (clock_gettime before and after).
  *

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""write-fill (docs/PAGER.md P37): eviction with and without rewriting the
+"""write-fill (docs/DECISIONS.md D26): eviction with and without rewriting the
 unchanged pages that sit between changed ones in a write buffer's run of
 frames, on a quiet machine and beside a CPU-bound neighbour on every core.
 
 pager_bench (--size-mib, 3 passes, 20 % writes) runs under `comex run` with
 its embedded memnode at 25 % of its native peak RSS, with write-fill on and
 off, runs interleaved (on, off, on, off...) so that drift in the machine's
-load hits both alike; guest memory is warmed before every run (docs/BENCH.md
-B8). Neighbours: none, `stress-ng --cpu N` and the same under nice 19, started
+load hits both alike; guest memory is warmed before every run (docs/DECISIONS.md
+D72). Neighbours: none, `stress-ng --cpu N` and the same under nice 19, started
 before the first run of a group and stopped after its last. Every run's
 checksum must equal the native run's. Records per run the wall time, remote
 writes, bytes written and eviction time; writes

@@ -20,7 +20,7 @@ static bool v2;
 /* The binding cgroup's files, open from memcg_open on and read with pread
  * at offset 0 (a cgroup file is made anew then): an open while the program
  * runs would take the lowest free descriptor, which the program may be
- * about to get (PAGER.md P48). -1: not open (v1 has no "high"). */
+ * about to get (DECISIONS.md D47). -1: not open (v1 has no "high"). */
 static struct {
 	int limit, high, usage, stat;
 } files = { -1, -1, -1, -1 };

@@ -1,5 +1,5 @@
 /* memcg: the memory cgroup whose limit binds us, and the room left in it, so
- * that with local-mem auto the budget follows it (docs/PAGER.md P38) instead
+ * that with local-mem auto the budget follows it (docs/DECISIONS.md D49) instead
  * of a headroom fixed at start; the launcher and the memnode size themselves
  * by it too. The cgroup read is the one whose limit binds:
  * the program's own or an ancestor's (v1 memory controller or v2). Plain

@@ -1,4 +1,4 @@
-/* noreclaim: the three settings of a process on the reclaim path (S4). */
+/* noreclaim: the three settings of a process on the reclaim path (D56). */
 #include "noreclaim.h"
 
 #include <fcntl.h>

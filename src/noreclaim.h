@@ -1,7 +1,7 @@
 /* noreclaim: keeps a process that sits on the kernel's reclaim path (the
  * comex swap daemon, a memnode serving it on the same host) from needing
  * reclaim to make progress: its memory locked, an I/O flusher, never the
- * OOM killer's choice (docs/SWAP.md S4). */
+ * OOM killer's choice (docs/DECISIONS.md D56). */
 #ifndef COMEX_NORECLAIM_H
 #define COMEX_NORECLAIM_H
 

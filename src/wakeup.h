@@ -2,7 +2,7 @@
  * handler, which also waits for the memnode's reply, and the memnode's
  * serving thread), so that on a busy machine they run as soon as they are
  * woken instead of after a CPU-bound neighbour's time slice (issue 21;
- * docs/PAGER.md P43). */
+ * docs/DECISIONS.md D36). */
 #ifndef COMEX_WAKEUP_H
 #define COMEX_WAKEUP_H
 

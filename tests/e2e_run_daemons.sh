@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_daemons: a process ends when its last thread ends with pthread_exit (also a forked child's); a program that daemonizes under comex run (fork and exit, double fork with setsid, daemon(3)) after its memory was evicted keeps its memory and, once its parent is gone, a pager and budget of its own; redis-server --daemonize yes keeps its budget with the native data; the embedded memnode outlives comex run while the daemon uses it and leaves after it (docs/PAGER.md P44).
+# e2e_run_daemons: a process ends when its last thread ends with pthread_exit (also a forked child's); a program that daemonizes under comex run (fork and exit, double fork with setsid, daemon(3)) after its memory was evicted keeps its memory and, once its parent is gone, a pager and budget of its own; redis-server --daemonize yes keeps its budget with the native data; the embedded memnode outlives comex run while the daemon uses it and leaves after it (docs/DECISIONS.md D46).
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_run_daemons: prog_daemon 48+48 MiB at --local-mem 24M in three ways, redis --daemonize yes at 32M"
 

@@ -3,7 +3,7 @@
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_run_features: feature programs at 128 MiB under comex run --local-mem 32M match their native runs"
 
-# a forked child is served lazily from the parent's snapshot (PAGER.md P29):
+# a forked child is served lazily from the parent's snapshot (DECISIONS.md D45):
 # the parent stays within its budget, and the children (and the grandchild,
 # whose parent brings its pages home first) read remote pages through it
 compare fork      32M budget -- "$progs/prog_fork" 128
@@ -15,10 +15,10 @@ print("fork-lazy: forks_lazy=%d pages_child_served=%d" % (s["forks_lazy"], s["pa
 sys.exit(0 if s["forks_lazy"] >= 2 and s["pages_child_served"] > 0 else 1)
 PY
 fi
-# lazy-fork off: every page comes home before fork (P7), so no budget check
+# lazy-fork off: every page comes home before fork (D45), so no budget check
 compare forkeager 32M --lazy-fork false -- "$progs/prog_fork" 128
 # a daemon's parent exits right after fork: at its exit it hands the child
-# every page the child has not read yet (P29); the child then verifies all
+# every page the child has not read yet (D45); the child then verifies all
 daemon_file() { # FILE: waits for it (the child outlives its launcher)
   for _ in $(seq 1 $((hang_guard * 10))); do [ -s "$1" ] && return 0; sleep 0.1; done; return 1
 }
@@ -55,10 +55,10 @@ compare readsys   32M budget -- "$progs/prog_readsys" 128
 compare mremap    32M budget -- "$progs/prog_mremap" 48
 compare dontneed  32M budget -- "$progs/prog_dontneed" 128
 # a memfd (two views) and a file mapped MAP_FIXED over a reservation whose
-# pages are remote, unmapped, remapped anonymous, mremapped (docs/PAGER.md P9)
+# pages are remote, unmapped, remapped anonymous, mremapped (docs/DECISIONS.md D42)
 compare foreign   32M budget -- "$progs/prog_foreign" 32
 # a program with a userfaultfd of its own registers evicted memory: the pager
-# lets go of it with its data (P28); it brings the range home first, so the
+# lets go of it with its data (D44); it brings the range home first, so the
 # budget is exceeded by that range for a moment (no budget check)
 if "$progs/prog_uffd" 1 >/dev/null 2>&1; then
   compare uffd    32M        -- "$progs/prog_uffd" 32
@@ -67,7 +67,7 @@ else
 fi
 # protections (read-only, PROT_NONE faults as natively), JIT code written,
 # run, evicted, rewritten W^X, mlock/MAP_LOCKED/mlockall, madvise and mmap
-# flags (docs/PAGER.md P30); a fork and mlockall bring pages home: no budget check
+# flags (docs/DECISIONS.md D43); a fork and mlockall bring pages home: no budget check
 compare prot      16M        -- "$progs/prog_prot" 48
 if want prot && [ -s "$dir/prot.json" ] && grep -q "locked at exit: 64 KiB" "$dir/prot.comex"; then
   python3 - "$dir/prot.json" <<'PY' || fail prot-stats "stats do not show the locked memory or the copied-out victims"
@@ -86,12 +86,12 @@ UCX_LOG_LEVEL=info compare ucxlog 32M -- "$progs/prog_readsys" 128
 # writer threads race the reclaimer: a write during an eviction is never lost
 compare wprace    16M budget -- "$progs/prog_wprace" 64 3 6
 # writes that put back what was there leave a page clean by content: it is
-# dropped at eviction without a rewrite (P36: with wp-async among
+# dropped at eviction without a rewrite (D21: with wp-async among
 # pages_dropped_clean, six pages in seven here; without, a write fault told
 # the pager and it counts pages_written_unchanged), and
 # the pages really changed among them are not lost; unchanged pages between
 # changed ones in the write buffer's run of frames are rewritten (write-fill,
-# P37), so the same with write-fill off too
+# D26), so the same with write-fill off too
 compare restore   16M budget -- "$progs/prog_restore" 64 4
 compare restore-nofill 16M budget --write-fill false -- "$progs/prog_restore" 64 4
 # without wp-async a write to a clean page faults and the page keeps its
@@ -148,7 +148,7 @@ if [ -s "$dir/exec.err" ] && [ -s "$dir/exec.comex" ]; then
   done
 fi
 
-# the embedded memnode's pool file (P47): the program, and a program it
+# the embedded memnode's pool file (D38): the program, and a program it
 # execs (here through sh, as benchmark harnesses and scripts do), read and
 # write its pages themselves; with embedded-direct=false they go by messages.
 # Same output either way.
@@ -175,7 +175,7 @@ fi
 
 # an idle program whose stdin is readable at once (/dev/null) costs no CPU:
 # the fault handler polled descriptor 0 for unused child slots and spun a
-# whole core (P46). A sleeping process uses about 0.01 s in 2 s; a spinning
+# whole core (D45). A sleeping process uses about 0.01 s in 2 s; a spinning
 # handler uses about 2 s. The bound is CPU used, not time taken.
 if want idle; then
   "$bin" run --local-mem 32M -- sh -c 'sleep 2; cat /proc/$$/stat' </dev/null >"$dir/idle.out" 2>"$dir/idle.err" \

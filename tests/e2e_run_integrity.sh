@@ -99,7 +99,7 @@ if want stop; then
 fi
 
 # 4. the embedded memnode, whose pool the program maps and maps pages from
-# in place (P54): prog_gate fills 48 MiB at 12M local and waits; every frame
+# in place (D38): prog_gate fills 48 MiB at 12M local and waits; every frame
 # in the pool file then gets one byte changed; let go, the program reads its
 # pages back and is stopped at the first one, named, without output.
 if want inplace; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_reservations: reservations of any size are managed and the budget counts the runtime (docs/PAGER.md P45, P50): 256 GiB touched sparsely, in 64 KiB pieces or in pages far apart, keeps local-mem with the runtime's tables included and no --region; a mapping larger than the region is said and counted, its budget reported as not kept, never silently.
+# e2e_run_reservations: reservations of any size are managed and the budget counts the runtime (docs/DECISIONS.md D50, D51): 256 GiB touched sparsely, in 64 KiB pieces or in pages far apart, keeps local-mem with the runtime's tables included and no --region; a mapping larger than the region is said and counted, its budget reported as not kept, never silently.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_run_reservations: prog_sparse (a MAP_NORESERVE reservation written in pieces spread over all of it)"
 
@@ -41,11 +41,11 @@ kept() {
 }
 
 # 256 GiB, 384 MiB written in 64 KiB pieces (6144 pieces 42 MiB apart), at
-# 96 MiB: the runtime's tables are about 5 MiB here (P50)
+# 96 MiB: the runtime's tables are about 5 MiB here (D51)
 want sparse && kept sparse 96 256 384 64
 # 64 MiB in 4 KiB pieces over 256 GiB: 16384 pages touched alone, 16 MiB
 # apart. Each costs a table leaf and a directory block (about 640 bytes,
-# P50), not two 4 KiB table pages (128 MiB before): 32 MiB is kept
+# D51), not two 4 KiB table pages (128 MiB before): 32 MiB is kept
 want scatter && kept scatter 32 256 64 4 1
 
 # a mapping larger than the region the user asked for: mapped by the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_tools: debuggers and core dumps read a program's evicted memory (docs/PAGER.md P42): gdb attached after `comex home PID` reads every sampled word of an array that was mostly evicted, and the core of a program that aborts under comex holds it too, without the reserved region's size.
+# e2e_run_tools: debuggers and core dumps read a program's evicted memory (docs/DECISIONS.md D48): gdb attached after `comex home PID` reads every sampled word of an array that was mostly evicted, and the core of a program that aborts under comex holds it too, without the reserved region's size.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_run_tools: prog_tools 128 MiB under comex run --local-mem 32M, read by gdb attached and from its core"
 command -v gdb >/dev/null || { echo "skip: gdb is not installed (scripts/deps.sh installs it)"; exit 77; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_runtime_cpython: CPython's own regression tests of its process model (test_subprocess, test_posix, test_tempfile) pass under comex run at 25 % of their footprint exactly as without it, test by test (bench/cpython_corpus.py; docs/PAGER.md P40-P42).
+# e2e_runtime_cpython: CPython's own regression tests of its process model (test_subprocess, test_posix, test_tempfile) pass under comex run at 25 % of their footprint exactly as without it, test by test (bench/cpython_corpus.py; docs/DECISIONS.md D47, D41, D48).
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_runtime_cpython: test_subprocess, test_posix and test_tempfile under comex run at 25 % match their native outcomes"
 py=/usr/bin/python3

@@ -4,6 +4,6 @@
 echo "e2e_runtime_node: node building, sorting and checking objects and filling Wasm memory at 25 % of its native peak RSS"
 command -v node >/dev/null || { echo "skip: node is not installed (scripts/deps.sh installs nodejs)"; exit 77; }
 # V8 maps its embedded builtins over its code range with MAP_FIXED from a
-# file (docs/PAGER.md P9): node did not start under comex before that worked
+# file (docs/DECISIONS.md D42): node did not start under comex before that worked
 compare node quarter budget -- node "$src/tests/progs/runtimes/objects.js" 300000
 finish

@@ -14,6 +14,6 @@ compare ruby   quarter budget -- ruby "$r/hashes.rb" 150000
 # 223-324 s (luajit) on this 2-core VM, so make test runs them smaller (50 000
 # and 30 000 tables, 21 and 14 MiB: 5-14 s and 8-36 s, idle and loaded). COMEX_LUA_N=150000 runs the full size.
 compare lua    quarter budget -- lua5.4 "$r/tables.lua" "${COMEX_LUA_N:-50000}"
-# LuaJIT places its machine code near itself with address hints (P9)
+# LuaJIT places its machine code near itself with address hints (D42)
 compare luajit quarter budget -- luajit "$r/tables.lua" "${COMEX_LUA_N:-30000}"
 finish

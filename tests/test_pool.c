@@ -86,7 +86,7 @@ static void host_reserve(void)
 	pool_destroy(p);
 }
 
-/* A pool in a memfd (pool-fd, P47): what the pool holds is what a reader
+/* A pool in a memfd (pool-fd, D38): what the pool holds is what a reader
  * of the file sees and the other way round; its grown steps are resident;
  * pool_discard punches the memory out (zero in the file too); a file
  * smaller than max is refused. */

@@ -5,4 +5,4 @@ unlimited local run, and writes versioned JSON, plots and docs/RESULTS.md.
 
     python3 -m bench.harness --help
 
-See docs/BENCH.md for the method and the decisions behind it."""
+See docs/BENCH.md for the method, docs/DECISIONS.md for the decisions behind it."""

@@ -97,8 +97,8 @@ def parse(argv):
                         "under nice -n 19)" % ",".join(sysenv.NEIGHBOURS))
     p.add_argument("--busy-fraction", type=int, default=25)
     p.add_argument("--spin", choices=["off", "on"], default="off",
-                   help="comex's busy-polling: off (default: idle-spin, handler-spin, client-spin 0; docs/BENCH.md "
-                        "B8) or on (comex's own defaults)")
+                   help="comex's busy-polling: off (default: idle-spin, handler-spin, client-spin 0; docs/DECISIONS.md "
+                        "D71) or on (comex's own defaults)")
     p.add_argument("--timeout", type=float, default=900, help="hard limit of one run (s)")
     p.add_argument("--timeout-factor", type=float, default=40,
                    help="a run slower than this many times its local run is stopped (and smaller fractions skipped)")

@@ -88,7 +88,7 @@ def sweep(sess):
 
 def swap(sess):
     """comex swap beside the kernel's other swaps and comex run: --swap-modes
-    at --swap-fractions (issue 22; docs/BENCH.md B13-B16)."""
+    at --swap-fractions (issue 22; docs/DECISIONS.md D68, D74)."""
     a = sess.args
     modes = [m for m in a.swap_modes if m != "local"]
     _experiment(sess, a.workloads, lambda wls: [(w, m, f, {}) for w in wls for f in a.swap_fractions for m in modes])
@@ -98,7 +98,7 @@ def tiers(sess):
     """zswap in front of comex swap as the compressed local tier: --tier-modes
     at --swap-fractions with zswap's pool capped (--zswap-pool-percent, 1 %
     of RAM: 241 MiB here), so that what does not fit goes on to the device
-    behind it (issue 22 item 5; docs/BENCH.md B17)."""
+    behind it (issue 22 item 5; docs/DECISIONS.md D61)."""
     a = sess.args
     modes = [m for m in a.tier_modes if m != "local"]
     _experiment(sess, a.workloads, lambda wls: [(w, m, f, {}) for w in wls for f in a.swap_fractions for m in modes])

@@ -49,7 +49,7 @@ MIB = 1 << 20
 # Busy-polling off everywhere the harness starts comex: the memnodes'
 # idle-spin (separate memnodes get the flag, comex run's embedded memnode the
 # environment variable, which it inherits) and the runtime's handler-spin and
-# client-spin (flags of comex run). docs/BENCH.md, B8.
+# client-spin (flags of comex run). docs/DECISIONS.md, D71.
 MEMNODE_NO_SPIN = {"COMEX_IDLE_SPIN": "0"}
 RUN_NO_SPIN = ["--handler-spin", "0", "--client-spin", "0"]
 ENTER = sysenv.ENTER_CGROUP
@@ -75,7 +75,7 @@ class RunCtx:
         `comex run` itself joins the cgroup (its budget and buffers are
         inside the limit); with the embedded memnode `comex run` stays
         outside, in the harness's cgroup, so the memnode it forks is too
-        (B3: remote memory is outside the limit), and only the program joins
+        (D68: remote memory is outside the limit), and only the program joins
         the cgroup: the shell that does so is itself started under the
         runtime (one extra runtime start-up, a few ms, against comex)."""
         enter = ENTER + [self.cgroups[i].f("cgroup.procs")]
@@ -90,7 +90,7 @@ class RunCtx:
             pre += ["--local-mem", self.comex_local_mem]
         else:
             # auto: the runtime, inside the cgroup, follows the room the cgroup
-            # has left (docs/PAGER.md P38), also when comex run is outside it
+            # has left (docs/DECISIONS.md D49), also when comex run is outside it
             pre += ["--local-mem", "auto"]
         if stats:
             pre += ["--stats-json", stats]
@@ -129,7 +129,7 @@ class Mode:
 
     def __init__(self, name, build, spin=False):
         """spin: keep comex's busy-polling defaults (--spin on) instead of
-        turning it off (B8)."""
+        turning it off (D71)."""
         self.name = name
         self.build = build
         self.spin = spin

@@ -108,7 +108,7 @@ static int wait_port(struct embedded *e, char *addr, size_t cap)
 
 
 /* The embedded memnode's pool as a memfd both it and its user map or read
- * (P47), as large as the pool may grow; -1 (logged) when it cannot be made:
+ * (D38), as large as the pool may grow; -1 (logged) when it cannot be made:
  * pages then move by messages. */
 static int pool_file(const struct embedded_cfg *cfg)
 {
@@ -140,7 +140,7 @@ static void execl_memnode(const struct options *o, const struct embedded_cfg *cf
 	close_range(first, ~0u, 0);
 	unsetenv("LD_PRELOAD");
 	/* rma: the memnode serves one user only, which may hold its pool key;
-	 * the pool file: the user reads the pool itself (P47). Either way
+	 * the pool file: the user reads the pool itself (D38). Either way
 	 * pages move without the memnode's CPU, which can sleep between
 	 * control requests instead of polling a core. */
 	if (cfg->rma) {
@@ -323,7 +323,7 @@ void embedded_note_user(const struct embedded *e, pid_t pid)
 
 /* The pool file, for the program and whatever it execs: the embedded
  * memnode's descriptor 3, by path (it stays open there as long as the
- * memnode lives, which is as long as anyone uses it: P44's linger). */
+ * memnode lives, which is as long as anyone uses it: D46's linger). */
 void embedded_pass_pool_file(const struct embedded *e, const char *addr)
 {
 	char v[320];

@@ -14,13 +14,13 @@ struct options;
 struct embedded {
 	pid_t pid;
 	char dir[64];
-	int pool_fd; /* the pool file (P47), or -1 */
+	int pool_fd; /* the pool file (D38), or -1 */
 };
 
 /* How it is started (its other settings come from the launcher's options). */
 struct embedded_cfg {
 	uint64_t pool, pool_max; /* bytes: --pool, and --pool-max (0: a fixed pool) */
-	bool direct;             /* the pool in a memfd the user maps (P47) */
+	bool direct;             /* the pool in a memfd the user maps (D38) */
 	bool rma;                /* data-path rma, the pool key handed out */
 	bool reclaim_safe;       /* --reclaim-safe: it serves a swap device */
 };
@@ -37,7 +37,7 @@ void embedded_note_user(const struct embedded *e, pid_t pid);
 /* Stops it: failed says comex failed (its log then goes to stderr, as it
  * does when the memnode logged an error, or at log-level 3 when rc != 0);
  * handed: forked children of the user may still connect, so it may linger
- * (docs/PAGER.md P44). Removes the directory unless it lingers. */
+ * (docs/DECISIONS.md D46). Removes the directory unless it lingers. */
 void embedded_stop(struct embedded *e, bool failed, int rc, bool handed);
 /* In an embedded memnode that is ending: when its launcher died without
  * cleaning up (killed), waits for the user to be gone, then removes the

@@ -507,7 +507,7 @@ int run_main(struct options *o, int argc, char **argv)
 		return 125;
 	export_options(o);
 	/* separate memnodes only: the embedded memnode stays after the program
-	 * for the processes of the run that are connected to it (P44), which a
+	 * for the processes of the run that are connected to it (D46), which a
 	 * daemon that has not evicted yet would not be */
 	if (!strcmp(o->v[OPT_CONNECT_ON_DEMAND].origin, "default") && strcmp(o->v[OPT_MEMNODE].origin, "default"))
 		setenv("COMEX_CONNECT_ON_DEMAND", "true", 1);

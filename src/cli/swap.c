@@ -153,7 +153,7 @@ static int check_up_args(const struct options *o)
 	if (copies == 1 && !embedded_wanted(o) && !opt_num(o, OPT_SINGLE_COPY)) {
 		log_error("with replicas 1, comex swap keeps one copy of each page: if a memnode is lost while it holds "
 			  "pages, the kernel cannot swap them in and kills the processes whose pages they were. Pass "
-			  "--replicas 2 (two memnodes or more), or --single-copy to accept that (docs/SWAP.md S6)");
+			  "--replicas 2 (two memnodes or more), or --single-copy to accept that (docs/DECISIONS.md D57)");
 		return -EINVAL;
 	}
 	if (geteuid() != 0) {
@@ -170,7 +170,7 @@ static bool embedded_wanted(const struct options *o) { return !strcmp(o->v[OPT_M
  * frame pools hold ahead (replenish-threshold frames) and frames released
  * but not yet returned (release-batch), with room to spare: 1/32 of the
  * size, at least 32 MiB. Fixed, populated and locked at start, so that a
- * swap-out never waits for the pool to grow (S4, S8). */
+ * swap-out never waits for the pool to grow (D56, D58). */
 static uint64_t embedded_pool_bytes(uint64_t size)
 {
 	uint64_t slack = size / 32;

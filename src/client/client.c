@@ -714,7 +714,7 @@ const void *client_frames_at(struct comex_client *c, unsigned node, uint32_t pfn
 	return pool_file_at(pfn);
 }
 
-/* Through the pool file (P47); one-sided when the memnode offered its key
+/* Through the pool file (D38); one-sided when the memnode offered its key
  * (data-path rma); otherwise a READ or WRITE that the memnode checks against
  * the frames it gave us.
  * Starts it; op is done once it completed (during any later wait). */

@@ -18,7 +18,7 @@ struct tp_op;
  * where PATH (/proc/MEMNODE/fd/3) opens the memfd holding the pool of the
  * embedded memnode at ADDR. The first client_connect of a process maps it;
  * frames of that memnode then move by copies to and from it, waking nobody
- * (docs/PAGER.md P47). Allocation, ownership and everything else still go
+ * (docs/DECISIONS.md D38). Allocation, ownership and everything else still go
  * by messages. */
 #define CLIENT_POOL_ENV "COMEX_POOL_FILE"
 

@@ -43,7 +43,7 @@ struct node {
 	uint16_t nid;
 	uint32_t credits;
 	uint64_t base, pool_frames;
-	bool direct;                  /* frames move through pool_file (P47) */
+	bool direct;                  /* frames move through pool_file (D38) */
 	uint8_t rkey[PROTO_MAX_RKEY];
 	uint32_t rkey_len;
 	int reply_err;                /* ERROR reply to a synchronous request */
@@ -114,7 +114,7 @@ bool said_goodbye(struct node *n);
 int meta_alloc(struct node *n); /* encrypt: the per-frame table of a new session */
 void on_recv(void *arg, struct tp_ep *ep, void *user, const void *msg, size_t len, struct tp_bulk *bulk);
 void on_error(void *arg, struct tp_ep *ep, void *user, int err);
-/* poolfile.c: the embedded memnode's pool file, mapped (P47) */
+/* poolfile.c: the embedded memnode's pool file, mapped (D38) */
 void pool_file_take(void); /* opens CLIENT_POOL_ENV's file, once per process */
 bool pool_file_serves(const char *addr, uint64_t frames); /* the memnode at addr's pool is mapped */
 void *pool_file_at(uint32_t pfn);

@@ -54,13 +54,13 @@ void pool_file_populate(uint32_t pfn, uint32_t count)
 		      MADV_POPULATE_WRITE);
 }
 
-/* The pool file comex run named, mapped once per process (P47, P54). By
+/* The pool file comex run named, mapped once per process (D38). By
  * path, not by an inherited descriptor: a program exec'd by the one comex
  * run started (a shell, env, timeout) finds it too, and no descriptor
  * leaks into a child the runtime does not manage. Shared and not dumped
  * (a core holds the program's memory, not the pool's, which can be as big
  * as the host's); its pages show in the program's RssShmem, charged to the
- * memnode that populated them (docs/PAGER.md P54). */
+ * memnode that populated them (docs/DECISIONS.md D38). */
 void pool_file_take(void)
 {
 	static bool taken;

@@ -69,8 +69,8 @@ static void on_signal(int sig)
 	signals_seen++;
 }
 
-/* The embedded memnode of `comex run` whose program ended (docs/PAGER.md
- * P44): SIGUSR1, stay while clients are connected (forked children of the
+/* The embedded memnode of `comex run` whose program ended (docs/DECISIONS.md
+ * D46): SIGUSR1, stay while clients are connected (forked children of the
  * program that outlive it, a daemon); SIGUSR2, also wait LINGER_FIRST_NS
  * for one to connect (the program handed pages to children that are about
  * to). It then no longer dies with its launcher, says so with
@@ -513,7 +513,7 @@ static uint16_t derive_nid(uint16_t port)
 	return port ? port : 1; /* a stable per-listener id; 0 is reserved for "derive" */
 }
 
-/* pool-fd: empty, or a descriptor number (P47) */
+/* pool-fd: empty, or a descriptor number (D38) */
 static int pool_fd(const struct options *o, int *fd_out)
 {
 	const char *t = opt_str(o, OPT_POOL_FD);
@@ -576,7 +576,7 @@ int memnode_main(const struct options *o)
 	m.late_every = opt_num(o, OPT_TEST_LATE_READS);
 	m.late_ns = opt_num(o, OPT_TEST_LATE_BY);
 	if ((err = pool_fd(o, &pfd)))
-		return err; /* it stays open: the program opens it as /proc/PID/fd/N (P47) */
+		return err; /* it stays open: the program opens it as /proc/PID/fd/N (D38) */
 	err = pool_create(bytes, max, opt_num(o, OPT_HUGEPAGES), opt_num(o, OPT_MLOCK), opt_num(o, OPT_HOST_RESERVE), pfd,
 			  &pool);
 	if (err)

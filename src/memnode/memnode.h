@@ -8,7 +8,7 @@ struct options;
 
 /* `comex run`'s embedded memnode, asked to stay for the program's forked
  * children (SIGUSR1, SIGUSR2), creates this file in the directory named by
- * MEMNODE_DIR_ENV when it does (docs/PAGER.md P44). */
+ * MEMNODE_DIR_ENV when it does (docs/DECISIONS.md D46). */
 #define MEMNODE_LINGER_FILE "lingering"
 /* where comex run keeps its embedded memnode's token, log and that file */
 #define MEMNODE_DIR_ENV "COMEX_EMBEDDED_DIR"

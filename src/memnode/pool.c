@@ -2,7 +2,7 @@
  * which on this VM cost 2.2-3 ms per MiB in huge pages and 0.3-0.5 ms in
  * 4 KiB pages (first touches of guest memory):
  * done inside an ALLOC, it held every request behind it, writes included,
- * for up to half a second (docs/PAGER.md P31). So a growing pool commits its
+ * for up to half a second (docs/DECISIONS.md D11). So a growing pool commits its
  * next step on a thread of its own as soon as less than a step is free, and
  * the serving thread only takes the step over.
  *
@@ -223,7 +223,7 @@ static int map_pool(struct pool *p, uint64_t bytes, bool huge, int fd)
 {
 	void *a = MAP_FAILED;
 
-	if (fd >= 0) { /* shared with the client (P47): 4 KiB shared-memory pages */
+	if (fd >= 0) { /* shared with the client (D38): 4 KiB shared-memory pages */
 		struct stat st;
 
 		if (fstat(fd, &st)) {
@@ -261,7 +261,7 @@ static int map_pool(struct pool *p, uint64_t bytes, bool huge, int fd)
 	}
 	/* Huge pages for a pool populated once; not for one that grows while
 	 * clients wait: populating transparent huge pages cost 2.3 ms per MiB
-	 * here against 0.3-0.5 ms for 4 KiB pages (P31) */
+	 * here against 0.3-0.5 ms for 4 KiB pages (D11) */
 	if (huge && p->max == bytes)
 		madvise(a, p->max, MADV_HUGEPAGE);
 populate:

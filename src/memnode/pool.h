@@ -16,7 +16,7 @@ struct pool;
  * lock: mlock what is committed; host_reserve: growth leaves at least this
  * much of the host's available memory alone; fd: a file (memfd) of at
  * least max bytes that holds the pool, shared with the client that reads
- * it directly (P47), or -1 for private memory. */
+ * it directly (D38), or -1 for private memory. */
 int pool_create(uint64_t bytes, uint64_t max, bool huge, bool lock, uint64_t host_reserve, int fd, struct pool **out);
 /* Gives the memory of [at, at + len) of a pool back to the host (shared
  * memory punched out, private memory dropped); it reads as zero after. */

@@ -3,7 +3,7 @@
  * the managed region is measured with PAGEMAP_SCAN (anonymous pages present,
  * not the shared zero page) every tick of the home thread and taken off the
  * budget of the program's pages, down to a floor; time spent at the floor
- * is counted and reported (docs/PAGER.md P45). */
+ * is counted and reported (docs/DECISIONS.md D50). */
 #include "budget.h"
 
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* budget: how many pages the program may keep resident now. local-mem's
  * bound, less the anonymous memory the process holds outside the managed
- * region (docs/PAGER.md P45); or, with cgroup-follow, the cgroup's room (P38). */
+ * region (docs/DECISIONS.md D50); or, with cgroup-follow, the cgroup's room (D49). */
 #ifndef COMEX_RT_BUDGET_H
 #define COMEX_RT_BUDGET_H
 

@@ -36,7 +36,7 @@ static unsigned nhandlers; /* started (atomic) */
 
 /* The page reads as zero: discarded, or never touched since it was mapped
  * (a free entry in the heap arena, or in the mmap area inside [mlo, mhi),
- * a run the program has mapped: P45). */
+ * a run the program has mapped: D50). */
 static bool zero_eligible(uint64_t idx, pte_t e, uint64_t mlo, uint64_t mhi)
 {
 	unsigned s = pte_state(e);
@@ -46,7 +46,7 @@ static bool zero_eligible(uint64_t idx, pte_t e, uint64_t mlo, uint64_t mhi)
 
 /* Page i may join a zero fill of pages with attributes attrs (one
  * UFFDIO_ZEROPAGE fills one kernel mapping: not past a change of
- * protection or lock, P30). */
+ * protection or lock, D43). */
 static bool zero_joins(uint64_t i, pte_t attrs, uint64_t mlo, uint64_t mhi)
 {
 	pte_t e = pte_at(i);
@@ -88,7 +88,7 @@ static uint64_t zero_window(void)
  * the kernel's zero page, so the copy reads from cache), and the program
  * then writes them without a fault at all. Measured per page filled: 1.2 us,
  * against 1.7 without comex and 1.9 for a zero-page window whose every page
- * the first write must copy away from (PAGER.md P24). Other first touches
+ * the first write must copy away from (DECISIONS.md D29). Other first touches
  * get the zero page: no memory until written. */
 #define ZERO_STREAMS 4
 static uint64_t zero_end[ZERO_STREAMS]; /* where recent zero fills ended, a ring */
@@ -132,7 +132,7 @@ static int zero_map(uint64_t lo, uint64_t hi, size_t *done)
 /* A first touch that continues none gets at most one table leaf of
  * neighbours (64 KiB): a program touching pages far apart (a sparse
  * reservation, a hash table) then costs a leaf of table and of budget per
- * page, not a window's worth (P50); a stream widens from the next fault. */
+ * page, not a window's worth (D51); a stream widens from the next fault. */
 #define ZERO_WINDOW_ALONE (1u << PAGETAB_LEAF_SHIFT)
 
 static void zero_fill(uint64_t idx, uint64_t t0)
@@ -415,7 +415,7 @@ static void reread_failed(const struct run *runs, unsigned n, unsigned node, con
 }
 
 /* The plan's runs where they can be read in place (the embedded memnode's
- * pool, mapped: P54), each page's address in in_place[] by slot; counted
+ * pool, mapped: D38), each page's address in in_place[] by slot; counted
  * as reads. False (in_place[] cleared): at least one run must be read. */
 static bool find_in_place(const struct run *runs, unsigned n, unsigned node, uint32_t slots)
 {
@@ -712,7 +712,7 @@ static bool other_serving(unsigned h)
  * handler wakes for every fault, and the one on a busy CPU (preempting a
  * neighbour) sometimes reads it before the one on the faulting thread's CPU.
  * Left alone, the faulting thread's CPU then goes idle and halts, and the
- * answer must wake a halted vCPU (~25-40 us here, P49). So the loser keeps
+ * answer must wake a halted vCPU (~25-40 us here, D37). So the loser keeps
  * its CPU awake, yielding to whatever becomes runnable there (the answered
  * thread), while the other handler serves, at most LOSER_SPIN_NS. It never
  * spins on a CPU that someone else wants (cpuload) nor in SCHED_FIFO. */
@@ -790,7 +790,7 @@ void pager_run(int cpu)
 		/* Spinning yields, not pauses: the thread whose fault was just
 		 * answered is often woken onto this CPU, and a pausing handler
 		 * kept it waiting there until the spin ended or the scheduler
-		 * preempted it (P32) */
+		 * preempted it (D33) */
 		if (now - idle_since < spin && wakeup_may_poll(now)) {
 			wait_for_faults(0, now);
 			if (pager_opt(OPT_HANDLER_YIELD))

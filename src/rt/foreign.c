@@ -1,6 +1,6 @@
 /* foreign: mappings the program places over the managed region that comex
  * does not manage (a file, a memfd, shared memory, anything but anonymous
- * private memory), as the kernel would place them (docs/PAGER.md P9).
+ * private memory), as the kernel would place them (docs/DECISIONS.md D42).
  *
  * Such a mapping replaces the region's own mapping there, so the kernel
  * drops those pages and their userfaultfd registration with it; the pager

@@ -1,6 +1,6 @@
 /* foreign: mappings the program places over the managed region that the
  * pager does not manage (a file, a memfd, shared memory), made as the kernel
- * would make them; the pager forgets what was there (docs/PAGER.md P9). */
+ * would make them; the pager forgets what was there (docs/DECISIONS.md D42). */
 #ifndef COMEX_RT_FOREIGN_H
 #define COMEX_RT_FOREIGN_H
 

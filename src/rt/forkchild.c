@@ -1,4 +1,4 @@
-/* forkchild: forked children served lazily from a snapshot (PAGER.md P29).
+/* forkchild: forked children served lazily from a snapshot (DECISIONS.md D45).
  *
  * At fork preparation (program thread, pager lock held, eviction off, write
  * buffers settled) the used part of the page table and of the page hashes is
@@ -158,7 +158,7 @@ int forkchild_prepare(void)
 static void parent_died(int sig)
 {
 	static const char msg[] = "comex: error: the parent process died before handing this forked child all "
-				  "of its pages (docs/PAGER.md P29); stopping it rather than let it read zeros\n";
+				  "of its pages (docs/DECISIONS.md D45); stopping it rather than let it read zeros\n";
 	int saved = errno;
 
 	(void)sig;
@@ -471,7 +471,7 @@ void forkchild_discarded(uint64_t idx)
 bool forkchild_is_lazy_child(void) { return lazy_got != NULL; }
 
 /* A forked child owns all of its memory once its parent handed it every
- * page (a lazy child: complete, P29) or, when nothing was left remote (an
+ * page (a lazy child: complete, D45) or, when nothing was left remote (an
  * eager fork, or a fork of a lazy child, which brings its pages home
  * first), once the parent is gone, as a daemon's is: before that, the
  * usual fork + exec has no use for a pager of its own. */

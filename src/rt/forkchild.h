@@ -1,4 +1,4 @@
-/* forkchild: a forked child served lazily (issue 9 item 8, PAGER.md P29).
+/* forkchild: a forked child served lazily (issue 9 item 8, DECISIONS.md D45).
  * With UFFD_FEATURE_EVENT_FORK the child's memory stays registered, to a
  * descriptor the parent's handler reads: the parent serves the child's faults
  * from a snapshot of its page table at fork time, whose frames it neither

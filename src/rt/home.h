@@ -2,7 +2,7 @@
  * read it from outside. The kernel cannot wait for userfaultfd on their
  * behalf, so /proc/PID/mem, ptrace and process_vm_readv (gdb, gcore, py-spy,
  * perf) and a core dump see evicted pages as holes. While pages are held
- * home, eviction stops (docs/PAGER.md P42). */
+ * home, eviction stops (docs/DECISIONS.md D48). */
 #ifndef COMEX_RT_HOME_H
 #define COMEX_RT_HOME_H
 

@@ -212,7 +212,7 @@ static int overlaps_region(const void *addr, size_t len)
  * addresses and tries thousands of them, unmapping each mapping that landed
  * elsewhere at once. After HINTS_REFUSED such unmaps in a row, a hint
  * outside the region is honoured by the kernel when that range is free, and
- * that mapping is not managed (docs/PAGER.md P9). The JVM's G1 and Parallel
+ * that mapping is not managed (docs/DECISIONS.md D42). The JVM's G1 and Parallel
  * heaps refuse about a dozen placements before they take any address. */
 #define HINTS_REFUSED 64
 static uint64_t hint_placed;  /* region page << 32 | pages of the last hinted mapping placed elsewhere */
@@ -267,7 +267,7 @@ static bool inside_region(const void *addr, size_t len)
 	return (const char *)addr >= rt_heap_lo && len <= (size_t)(rt_region_hi - (const char *)addr);
 }
 
-/* MAP_LOCKED and MAP_POPULATE of a mapping the pager made (P30): locked
+/* MAP_LOCKED and MAP_POPULATE of a mapping the pager made (D43): locked
  * as by mlock (which populates it); populated, as the kernel would, only
  * when it fits in what the budget has free (else it would only push other
  * pages out: the flag is a hint). */
@@ -378,7 +378,7 @@ EXPORT int madvise(void *addr, size_t len, int advice)
 	return os_madvise(addr, len, advice);
 }
 
-/* Protections and locks: the pager records them (P30). */
+/* Protections and locks: the pager records them (D43). */
 EXPORT int mprotect(void *addr, size_t len, int prot)
 {
 	if (managed() && overlaps_region(addr, len)) {
@@ -428,7 +428,7 @@ EXPORT int munlockall(void)
 /* A userfaultfd of the program's own: a range is registered with one
  * userfaultfd at most, and the pager's covers the region, so before the
  * program registers part of it the pager lets go of that part (with its
- * data; docs/PAGER.md P28). Every other ioctl goes straight to the kernel. */
+ * data; docs/DECISIONS.md D44). Every other ioctl goes straight to the kernel. */
 EXPORT int ioctl(int fd, unsigned long req, ...)
 {
 	va_list ap;
@@ -525,7 +525,7 @@ EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(
 
 /* The pthread_atfork handlers (rt.c) do the work; the pager also needs
  * fork's result, which they are not told: a failed fork's snapshot must go
- * (docs/PAGER.md P29). */
+ * (docs/DECISIONS.md D45). */
 EXPORT pid_t fork(void)
 {
 	static pid_t (*next)(void);
@@ -551,9 +551,9 @@ EXPORT pid_t fork(void)
 }
 
 /* daemon(3)'s parent leaves with _exit, which runs no exit handlers: its
- * lazily served child (P29) would never be handed its pages, and would be
+ * lazily served child (D45) would never be handed its pages, and would be
  * stopped when the parent is gone. The same steps, the parent handing the
- * child every page first, as exit() does (docs/PAGER.md P44). */
+ * child every page first, as exit() does (docs/DECISIONS.md D46). */
 EXPORT int daemon(int nochdir, int noclose)
 {
 	pid_t pid = fork();
@@ -584,7 +584,7 @@ EXPORT int daemon(int nochdir, int noclose)
 
 /* ---- exec ---- */
 
-/* A parent that execs first hands its lazy children (P29) every page they
+/* A parent that execs first hands its lazy children (D45) every page they
  * have not read, as at exit. A lazy child that execs no longer needs the
  * parent that served it, and the new program must not die of its
  * parent-death signal; the runtime of the new image forgets that signal

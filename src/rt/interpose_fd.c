@@ -7,7 +7,7 @@
  * those numbers pass over them or fail with EBADF, and the runtime keeps
  * working; fstat and its kin, with which programs probe their descriptor
  * table (CPython's fd_status), fail with EBADF on them too. dup2/dup3 onto
- * one fails with EBUSY (logged). docs/PAGER.md P40. */
+ * one fails with EBUSY (logged). docs/DECISIONS.md D47. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>

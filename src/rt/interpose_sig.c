@@ -6,7 +6,7 @@
  * (home_for_core), then the signal takes its default action. sigaction and
  * signal are interposed so that the program sees and sets its dispositions
  * as without comex: it is told SIG_DFL where the runtime's handler stands
- * in, and a handler of its own replaces the runtime's. docs/PAGER.md P42. */
+ * in, and a handler of its own replaces the runtime's. docs/DECISIONS.md D48. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>

@@ -2,7 +2,7 @@
  * poller wakes for every fault, and one on another CPU costs the faulting CPU
  * an inter-processor interrupt and sometimes takes the fault from the local
  * handler. While the program's faults come from its main thread, whose CPU
- * its rseq area tells, only the handler on that CPU polls (P53). */
+ * its rseq area tells, only the handler on that CPU polls (D32). */
 #ifndef COMEX_RT_LISTENER_H
 #define COMEX_RT_LISTENER_H
 

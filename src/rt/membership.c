@@ -3,7 +3,7 @@
  * (client_rejoin never waits), and the pager lock is taken only to move or
  * forget pages and to grow the per-node tables.
  *
- * Config re-read: SIGHUP belongs to the program (PAGER.md P13), so the
+ * Config re-read: SIGHUP belongs to the program (DECISIONS.md D18), so the
  * thread watches the config file instead (COMEX_CONFIG, which comex run
  * exports): when its size, mtime or inode change, its memnode list is read
  * again and every address not known yet is added. A memnode taken out of the

@@ -157,7 +157,7 @@ static int start(const struct pager_config *cfg)
 	 * which mappings are writable. Both name this process, so each process
 	 * opens its own, and here, before the program runs or while a child's
 	 * own descriptors are held back (an open as it runs could take a number
-	 * the program is about to get: P48). */
+	 * the program is about to get: D47). */
 	if ((err = pagemap_open(&P.pmfd)) && cfg->async)
 		return err;
 	P.mapsfd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
@@ -249,7 +249,7 @@ void pager_forget_entries(uint64_t lo, uint64_t hi, unsigned to)
 		pte_t e = pte_at(i);
 
 		/* a free page reads as zero once mapped: left as it is, so that
-		 * mapping or unmapping a huge range writes no table page (P45) */
+		 * mapping or unmapping a huge range writes no table page (D50) */
 		if (pte_state(e) == PTE_FREE && (to == PTE_EMPTY || (to == PTE_FREE && !(e & PTE_ATTRS))))
 			continue;
 		if (P.detached) {
@@ -314,7 +314,7 @@ static int set_prot(uint64_t lo, uint64_t n, int prot, bool always)
 		pte_t old = pte_at(i), e = pte_set_prot(old & ~PTE_LOCKED, (unsigned)prot & 7);
 
 		unlocked += !!(old & PTE_LOCKED);
-		if (e != old) /* unchanged entries are not written: P45 */
+		if (e != old) /* unchanged entries are not written: D50 */
 			pte_put(i, e);
 	}
 	prot_count_locked(-(int64_t)unlocked);
@@ -334,7 +334,7 @@ int pager_mmap(size_t len, int prot, void **out)
 	pager_lock("mmap");
 	err = ranges_alloc(P.ranges, n, &start);
 	if (!err) {
-		start += P.c.heap_pages; /* free in ranges: PTE_FREE, no attributes (P45) */
+		start += P.c.heap_pages; /* free in ranges: PTE_FREE, no attributes (D50) */
 		err = set_prot(start, n, prot, false);
 		if (err)
 			ranges_free(P.ranges, start - P.c.heap_pages, n);
@@ -396,7 +396,7 @@ static int unmap_managed(uint64_t lo, uint64_t hi)
 	}
 	forget(lo, hi, PTE_FREE);
 	os_mprotect(page_addr(lo), (hi - lo) << PAGE_SHIFT, PROT_READ | PROT_WRITE);
-	/* its table leaves are reused (P45, P50); a dropped entry reads 0, and
+	/* its table leaves are reused (D50, D51); a dropped entry reads 0, and
 	 * a stale eviction item that matches it only names a candidate */
 	pagetab_drop(&P.tab, lo, hi);
 	return ranges_release(P.ranges, lo - P.c.heap_pages, hi - lo);
@@ -687,7 +687,7 @@ uint64_t pager_bring_home(uint64_t lo, uint64_t hi, bool read)
 		if (!read)
 			continue;
 		if (!(pte_prot(pte_at(i)) & PROT_READ) && P.detached) {
-			/* a lazy child (P29) has no memnode: its parent serves the
+			/* a lazy child (D45) has no memnode: its parent serves the
 			 * fault, which must be let through for a moment */
 			os_mprotect(page_addr(i), PAGE_SIZE, PROT_READ);
 			raw_madvise(page_addr(i), PAGE_SIZE, MADV_POPULATE_READ);
@@ -709,8 +709,8 @@ uint64_t pager_bring_all(bool read)
 	return pager_bring_home(0, P.heap_hi, read) + pager_bring_home(P.c.heap_pages, P.map_hi, read);
 }
 
-/* Lazy (P29): the child is served from a snapshot, nothing comes home.
- * Eager (P7, lazy-fork off, too many children, or this process is itself a
+/* Lazy (D45): the child is served from a snapshot, nothing comes home.
+ * Eager (D45, lazy-fork off, too many children, or this process is itself a
  * lazy child, whose children the parent does not serve): every page comes
  * home first. The lock is held across fork either way; while the fork
  * waits for its UFFD_EVENT_FORK to be read, handlers read it without the
@@ -776,7 +776,7 @@ void pager_fork_result(pid_t pid)
 
 /* A child must find a MADV_WIPEONFORK range zero, not the snapshot's
  * copy, and the pager keeps no per-page record of it: forks are eager from
- * now on (P29). */
+ * now on (D45). */
 void pager_wipe_on_fork(void)
 {
 	__atomic_store_n(&P.wipe_on_fork, true, __ATOMIC_RELEASE);

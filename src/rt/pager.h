@@ -26,7 +26,7 @@ struct pager_config {
 	uint64_t npages;
 	uint64_t heap_pages;      /* [0, heap_pages): the allocator's arena, handed out as a whole */
 	uint64_t budget_pages;    /* resident program pages allowed (with follow: at most) */
-	uint64_t follow_reserve;  /* with follow: bytes of the cgroup's room never taken (P38) */
+	uint64_t follow_reserve;  /* with follow: bytes of the cgroup's room never taken (D49) */
 	bool follow;              /* local-mem auto in a memory cgroup: the budget follows its room */
 	uint32_t rbuf_pages;      /* the read buffer, or the landing area of one plan (rbuf-pages, shrunk
 				   * for a small local-mem; prefetch without a read buffer) */

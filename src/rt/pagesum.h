@@ -5,7 +5,7 @@
  * that a changed page passes for unchanged. On x86-64 the library's
  * dispatching entry picks AVX2/AVX-512 where the CPU has them: 0.10 us a
  * page in cache here, against 0.30 for the SSE2 build Debian ships as
- * XXH3_128bits (the same hash either way; docs/PAGER.md P54). */
+ * XXH3_128bits (the same hash either way; docs/DECISIONS.md D21). */
 #ifndef COMEX_RT_PAGESUM_H
 #define COMEX_RT_PAGESUM_H
 

@@ -1,4 +1,4 @@
-/* pagetab: three levels of the pager's page records (pagetab.h, P50). The
+/* pagetab: three levels of the pager's page records (pagetab.h, D51). The
  * arrays are lazily backed reservations (rtmem.h) sized for the whole
  * region, so nothing here can fail once made but the kernel's memory. */
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* pagetab: the pager's per-page records (a pte and its page's hash) in
  * leaves of 16 pages, found through a top array and directory blocks of 64
  * leaves, so that a page touched alone costs about half a KiB of table, not
- * two 4 KiB pages of flat arrays (P50). Writers hold the pager lock; anyone
+ * two 4 KiB pages of flat arrays (D51). Writers hold the pager lock; anyone
  * may read, and a page without a leaf reads as 0. */
 #ifndef COMEX_RT_PAGETAB_H
 #define COMEX_RT_PAGETAB_H
@@ -17,7 +17,7 @@
 
 /* Slots of one size, numbered from 1 (0 means none); freed slots are zeroed
  * and the lowest is reused first. Slots never move (readers hold no lock);
- * the pages above the highest slot in use go back to the kernel (P50). */
+ * the pages above the highest slot in use go back to the kernel (D51). */
 struct pagetab_slab {
 	char *base;
 	uint64_t *free, *summary; /* bit n: slot n (below top) is free; bit w: free[w] is not 0 */

@@ -65,7 +65,7 @@ static void set_prot(uint64_t lo, uint64_t hi, int prot)
 	for (uint64_t i = lo; i < hi; i++) {
 		pte_t old = pte_at(i), e = pte_set_prot(old, (unsigned)prot & 7);
 
-		if (pte_state(e) != PTE_FOREIGN && e != old) /* unchanged entries are not written: P45 */
+		if (pte_state(e) != PTE_FOREIGN && e != old) /* unchanged entries are not written: D50 */
 			pte_put(i, e);
 	}
 }

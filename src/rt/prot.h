@@ -1,7 +1,7 @@
 /* prot: the program's protections and locks over the managed region
  * (mprotect, mlock, mlockall): made by the kernel as asked, and recorded in
  * the page table so that eviction knows how each victim can leave, or that
- * it must stay (docs/PAGER.md P30). */
+ * it must stay (docs/DECISIONS.md D43). */
 #ifndef COMEX_RT_PROT_H
 #define COMEX_RT_PROT_H
 

@@ -11,7 +11,7 @@
 
 enum pte_state {
 	PTE_FREE = 0,    /* never touched, or not mapped: which of the two, in the mmap area, is
-			  * the ranges allocator's to say (P45); a mapped one reads as zero */
+			  * the ranges allocator's to say (D50); a mapped one reads as zero */
 	PTE_EMPTY,       /* discarded, or a free page a call forgot: reads as zero */
 	PTE_DIRTY,       /* resident, no valid remote copy */
 	PTE_CLEAN,       /* resident, write-protected, remote copy at (node, pfn) valid */

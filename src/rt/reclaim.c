@@ -8,8 +8,8 @@
  *   page). A program thread that touches the page afterwards takes a
  *   missing-page fault and waits for the pager lock. Whether a clean victim
  *   was written since it came back is decided by its content hash alone,
- *   which must still equal its remote copy's (P36); the kernel's written
- *   bits are not asked (a PAGEMAP_SCAN per run cost 0.7 us a victim, P54).
+ *   which must still equal its remote copy's (D21); the kernel's written
+ *   bits are not asked (a PAGEMAP_SCAN per run cost 0.7 us a victim, D20).
  * - synchronous: UFFDIO_WRITEPROTECT (writers now wait for the handler),
  *   a copy through /proc/self/mem, MADV_DONTNEED.
  * Dirty victims go to their memnode's write buffer; clean ones keep their
@@ -285,10 +285,10 @@ static bool isolated(const uint64_t *v, uint32_t n, uint32_t i)
 }
 
 /* keep-frames rewrites a page into its own frame so that a run of pages
- * stays a run of frames for the prefetcher (P5e). A page without a
+ * stays a run of frames for the prefetcher (D24). A page without a
  * neighbour among the victims has no such run to keep, and its frame would
  * cut the write buffer's run of consecutive frames: one write each, every
- * one waited for (P33). It takes a fresh frame, and its old one is freed. */
+ * one waited for (D25). It takes a fresh frame, and its old one is freed. */
 static bool breaks_run(uint64_t idx, bool alone)
 {
 	pte_t e = pte_at(idx);
@@ -346,7 +346,7 @@ static bool evict_dirty(uint64_t idx, const char *src, pagesum_t sum, bool alone
 /* A victim equal to its remote copy leaves without a rewrite: the frame it
  * holds is its copy again. written: the pager knows it was written since it
  * came back (a write fault, without wp-async), and put back to what it was
- * (P36). */
+ * (D21). */
 static void drop_clean(uint64_t idx, bool written)
 {
 	pte_put(idx, pte_set_state(pte_at(idx) & ~PTE_KEEP, PTE_REMOTE));
@@ -357,7 +357,7 @@ static void drop_clean(uint64_t idx, bool written)
 
 /* A dirty victim that still owns its frame (keep-frames) and hashes as the
  * frame's content: written back to what it was (a write fault on a page
- * that came back, then the value restored), so it is clean after all (P36).
+ * that came back, then the value restored), so it is clean after all (D21).
  * Not with replicas or a backup file: its extra copies and its backup were
  * dropped when it was written. */
 static bool unchanged_keep(uint64_t idx, pagesum_t sum)
@@ -461,7 +461,7 @@ static unsigned areas_used;           /* bit per parking area this batch put pag
 
 /* Slot i of the parking area for protection prot (PROT_* bits). UFFDIO_MOVE
  * moves a page only between mappings of the same protection, so there is
- * one area per protection (P30); it refuses pages of mappings without
+ * one area per protection (D43); it refuses pages of mappings without
  * PROT_WRITE at all: those are copied into the read-write area instead. */
 #define PROT_RW (PROT_READ | PROT_WRITE)
 static char *slot(unsigned prot, uint32_t i)
@@ -580,7 +580,7 @@ static int park_run(uint64_t first, uint32_t len)
 /* An unchanged clean page whose frame continues the run its memnode's write
  * buffer is collecting (write-fill): rewritten there, the same bytes, rather
  * than dropped, so the dirty pages around it go out in one write instead of
- * one each (P37). Not with replicas: its extra copies would need frames of
+ * one each (D26). Not with replicas: its extra copies would need frames of
  * their own for nothing. */
 static bool fills_gap(pte_t e)
 {

@@ -62,7 +62,7 @@ static void __attribute__((noreturn)) fail(const char *why)
  * whose RLIMIT_NOFILE or RLIMIT_AS is too low, or that cannot reach the
  * memnodes) runs unmanaged instead, with a warning and a count in its
  * parent's counters (children_unmanaged): refusing it would break programs
- * that work without comex (docs/PAGER.md P41). */
+ * that work without comex (docs/DECISIONS.md D41). */
 static void start_failed(const char *why)
 {
 	const char *root = getenv("COMEX_ROOT_PID");
@@ -140,7 +140,7 @@ void rt_early(void)
 
 		/* the program's stderr is the program's: what the runtime notes
 		 * there unasked is what needs a person (warnings, errors); its
-		 * comings and goings are in its counters (docs/PAGER.md P41) */
+		 * comings and goings are in its counters (docs/DECISIONS.md D41) */
 		log_threshold = strcmp(opts.v[OPT_LOG_LEVEL].origin, "default") ? (int)opt_num(&opts, OPT_LOG_LEVEL) : LOG_WARN;
 		if ((why = reserve_region()))
 			start_failed(why);
@@ -197,7 +197,7 @@ static const char *start(bool take_over);
 
 /* A forked child that outlives the need for its parent (a daemon's: the
  * parent exits after the fork) starts a pager of its own once it owns all
- * its memory, and keeps its budget (docs/PAGER.md P44). */
+ * its memory, and keeps its budget (docs/DECISIONS.md D46). */
 #define OWN_LOOK_MS 100 /* how often the waiting thread looks whether the program's threads are all gone */
 
 /* A forked child's take-over and the program's forks exclude each other: a
@@ -255,7 +255,7 @@ static void fork_child(void)
 	watchdog_forget_threads(); /* the parent's; they are not here */
 	listener_reset(); /* the parent's handlers are not here; this thread is the child's main */
 	listener_note_main();
-	sigfillset(&all); /* the runtime's threads take no signals (P13) */
+	sigfillset(&all); /* the runtime's threads take no signals (D18) */
 	pthread_sigmask(SIG_SETMASK, &all, &saved);
 	if (!pthread_create(&t, NULL, own_main, (void *)(intptr_t)getppid())) {
 		pthread_setname_np(t, "comex-own");
@@ -356,7 +356,7 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 }
 
 /* A runtime thread. Its stack (8 MiB of address space by default) is left
- * out of core dumps: a core holds the program's memory (P42), and six such
+ * out of core dumps: a core holds the program's memory (D48), and six such
  * stacks made a 128 MiB program's core twice its size. */
 static void start_thread(void *(*fn)(void *), void *arg, const char *name)
 {
@@ -383,7 +383,7 @@ enum fault_handlers { FAULT_HANDLERS_PER_CPU, FAULT_HANDLERS_ONE }; /* option fa
 /* per-cpu handlers only up to this many CPUs in the program's affinity: a
  * fault of a thread other than the main one wakes every handler (listener),
  * and a wake-up per CPU on every fault of a wide program costs more than
- * the cross-core wake-up it saves. Wider programs get one handler (P53). */
+ * the cross-core wake-up it saves. Wider programs get one handler (D32). */
 #define PER_CPU_MAX 8
 
 /* fault-handlers per-cpu: one pinned handler per CPU the program may run
@@ -442,13 +442,13 @@ static int wait_unregistered(int uffd)
 }
 
 /* /proc/self/statm, opened by start() in each managed process: at exit
- * other threads of the program may still be making descriptors (P48) */
+ * other threads of the program may still be making descriptors (D47) */
 static int statm_fd = -1;
 
 /* Connects, configures and starts the pager; NULL, or why it could not
  * (what it had set up undone, so that the program can run unmanaged).
  * take_over: in a forked child that owns all its memory, the pager starts
- * anew over what the parent's left (P44). */
+ * anew over what the parent's left (D46). */
 static const char *start(bool take_over)
 {
 	struct comex_client *cl;
@@ -521,7 +521,7 @@ __attribute__((constructor(101))) static void rt_init(void)
 
 	rt_early();
 	interpose_fd_resolve();
-	forkchild_forget_parent(); /* an exec'd lazy child's signal (P29) */
+	forkchild_forget_parent(); /* an exec'd lazy child's signal (D45) */
 	if (!rt_heap_lo)
 		return;
 	rt_internal++;
@@ -557,7 +557,7 @@ static uint64_t rss_bytes(void)
 }
 
 /* The shared memory resident in the process (RssShmem), bytes: mostly the
- * embedded memnode's pool, which the client maps (P54) and which is the
+ * embedded memnode's pool, which the client maps (D38) and which is the
  * memnode's memory, not the program's. 0 when unknown. At exit only. */
 static uint64_t rss_shmem_bytes(void)
 {

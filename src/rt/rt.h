@@ -27,7 +27,7 @@ void rt_early(void);
  * before any runtime thread runs (dlsym takes the dynamic linker's lock). */
 void interpose_fd_resolve(void);
 /* Takes the core-dumping signals the program leaves at their default, so
- * that a core holds every page (interpose_sig.c; docs/PAGER.md P42). */
+ * that a core holds every page (interpose_sig.c; docs/DECISIONS.md D48). */
 void interpose_sig_install(void);
 
 /* Runtime code on a program thread (an interposed call reaching the pager, a

@@ -3,7 +3,7 @@
  * below RLIMIT_NOFILE, as CRIU keeps its service descriptors), made
  * close-on-exec and recorded here, so the program's own descriptors get the
  * numbers they would get without comex and its closes pass over ours
- * (interpose_fd.c; docs/PAGER.md P40). */
+ * (interpose_fd.c; docs/DECISIONS.md D47). */
 #ifndef COMEX_RT_RTFD_H
 #define COMEX_RT_RTFD_H
 

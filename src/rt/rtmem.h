@@ -12,9 +12,9 @@
 /* Zeroed, lazily backed memory; NULL on failure (errno set). Backed by
  * 4 KiB pages, never transparent huge pages: a table touched sparsely must
  * grow by 4 KiB as page tables do (with THP, 6144 pieces of 64 KiB spread
- * over 256 GiB made the page table alone 537 MiB resident; P45). Not in
+ * over 256 GiB made the page table alone 537 MiB resident; D50). Not in
  * core dumps: a core holds the program's memory, not the pager's tables
- * and buffers (P42). */
+ * and buffers (D48). */
 static inline void *rt_alloc(size_t len)
 {
 	long p = os_mmap(NULL, len, PROT_READ | PROT_WRITE,

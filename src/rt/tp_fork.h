@@ -2,7 +2,7 @@
  * per process, and a forked child inherits its bookkeeping but not the
  * thread: a new UCX connection made in the child would register its events
  * with the parent's thread (an epoll set the two processes share) and never
- * complete. This gives the child a thread of its own (docs/PAGER.md P44). */
+ * complete. This gives the child a thread of its own (docs/DECISIONS.md D46). */
 #ifndef COMEX_TP_FORK_H
 #define COMEX_TP_FORK_H
 

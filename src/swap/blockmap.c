@@ -1,4 +1,4 @@
-/* blockmap: per copy, one 64-bit entry per block (docs/SWAP.md S3, S6):
+/* blockmap: per copy, one 64-bit entry per block (docs/DECISIONS.md D55, D57):
  * stored bit, the memnode's number in the client, the frame. A write goes
  * to the memnode with the most room the client knows of (no round trip; a
  * full one is skipped for the next), each further copy of a block to a

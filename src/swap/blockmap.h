@@ -1,6 +1,6 @@
 /* blockmap: the swap device's 4 KiB blocks and where each one lives, a
  * frame on a memnode or nowhere (it reads as zeros), over the shared client
- * (docs/SWAP.md S3), in one or more copies on different memnodes (S6). A
+ * (docs/DECISIONS.md D55), in one or more copies on different memnodes (D57). A
  * write takes new frames and gives the old ones back in batches; a discard
  * gives them back; reads go by runs of consecutive frames, failing over to
  * the next copy. Thread-safe; the tables are allocated whole at creation. */

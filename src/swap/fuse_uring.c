@@ -1,5 +1,5 @@
-/* fuse_uring: FUSE over io_uring with raw io_uring syscalls (docs/SWAP.md
- * S10). The kernel queues a request to the ring of the CPU that issued it
+/* fuse_uring: FUSE over io_uring with raw io_uring syscalls (docs/DECISIONS.md
+ * D60). The kernel queues a request to the ring of the CPU that issued it
  * and completes one of that ring's fetch commands in the task that
  * submitted it: here the thread pinned to that CPU, so the request is
  * served where it was made. Each entry (a header and a payload buffer) is

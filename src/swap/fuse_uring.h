@@ -1,6 +1,6 @@
 /* fuse_uring: FUSE requests over io_uring (CONFIG_FUSE_IO_URING, Linux
  * 6.14+), for fusedev: one ring per possible CPU, each served by a thread
- * pinned to that CPU, buffers allocated before INIT is answered (docs/SWAP.md S10). */
+ * pinned to that CPU, buffers allocated before INIT is answered (docs/DECISIONS.md D60). */
 #ifndef COMEX_SWAP_FUSE_URING_H
 #define COMEX_SWAP_FUSE_URING_H
 

@@ -1,5 +1,5 @@
 /* fusedev: the FUSE protocol subset a one-file filesystem needs, spoken
- * directly on /dev/fuse (docs/SWAP.md S1). The filesystem's root is the
+ * directly on /dev/fuse (docs/DECISIONS.md D53). The filesystem's root is the
  * file itself (rootmode S_IFREG, mounted on a regular file), so there is
  * no directory and no lookup. Each serving thread owns one request buffer
  * and one reply buffer, allocated before the first request; a WRITE's data
@@ -308,7 +308,7 @@ static int worker_clone(struct worker *w, uint64_t spin_ns)
 
 /* In uring mode /dev/fuse carries only FORGET and INTERRUPT (the kernel
  * sends nothing else there once the rings are ready): one sleeping reader,
- * and swap-spin is the rings' (S10). */
+ * and swap-spin is the rings' (D60). */
 int fusedev_serve(struct fusedev *d, unsigned threads, uint64_t spin_ns)
 {
 	struct worker w[MAX_THREADS] = { 0 };
@@ -346,7 +346,7 @@ int fusedev_serve(struct fusedev *d, unsigned threads, uint64_t spin_ns)
 
 /* swap-uring auto and on: the kernel offers io_uring in INIT only while
  * the fuse module's enable_uring is Y when the file is mounted; root may
- * set it. Decision (docs/SWAP.md S10): auto sets it too, since Y only lets
+ * set it. Decision (docs/DECISIONS.md D60): auto sets it too, since Y only lets
  * a FUSE server ask for io_uring (no other one changes unless it asks), and
  * it made swap-ins faster here. */
 static void enable_uring(enum fusedev_uring mode)

@@ -1,6 +1,6 @@
 /* fusedev: one regular file of a fixed size served over the raw FUSE
  * protocol (/dev/fuse), mounted on a regular file, for a loop device with
- * direct I/O in front (docs/SWAP.md S1). Reads, writes and discards of the
+ * direct I/O in front (docs/DECISIONS.md D53). Reads, writes and discards of the
  * file go to callbacks; nothing is allocated per request. */
 #ifndef COMEX_SWAP_FUSEDEV_H
 #define COMEX_SWAP_FUSEDEV_H
@@ -20,8 +20,8 @@ struct fusedev_ops {
 
 struct fusedev;
 
-/* How requests reach us (option swap-uring, in its order; docs/SWAP.md
- * S10): auto and on set the fuse module's enable_uring (root) and take
+/* How requests reach us (option swap-uring, in its order; docs/DECISIONS.md
+ * D60): auto and on set the fuse module's enable_uring (root) and take
  * FUSE over io_uring; auto falls back to /dev/fuse reads (with a warning)
  * where the kernel does not offer it or refuses it, on fails; off reads
  * /dev/fuse. */

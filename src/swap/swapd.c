@@ -1,6 +1,6 @@
 /* swapd: FUSE requests of the swap device's file to its block map (docs/SWAP.md).
  * Before serving: every buffer allocated (fusedev's per thread, the map's
- * table), memory locked, PR_SET_IO_FLUSHER (S4). */
+ * table), memory locked, PR_SET_IO_FLUSHER (D56). */
 #include "swapd.h"
 
 #include <errno.h>
@@ -118,7 +118,7 @@ static void repair_pass(struct swapd *s, uint64_t *short_out)
 	*short_out = short_blocks;
 }
 
-/* The repairer (replicas 2-3, docs/SWAP.md S6): a pass whenever a memnode
+/* The repairer (replicas 2-3, docs/DECISIONS.md D57): a pass whenever a memnode
  * was lost since the last complete one, or blocks are short of copies
  * (then again every REPAIR_RETRY_S while no pass completes them). */
 static void *repairer(void *arg)

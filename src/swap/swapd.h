@@ -28,7 +28,7 @@ struct swapd_stats {
 	int32_t pid;
 	uint32_t copies;                           /* option replicas */
 	char memnodes[OPT_STR_MAX];                /* option memnode, as given */
-	char transport[8];                         /* "uring" or "read": how FUSE requests come (docs/SWAP.md S10) */
+	char transport[8];                         /* "uring" or "read": how FUSE requests come (docs/DECISIONS.md D60) */
 };
 
 /* Runs the daemon for the FUSE file path (an existing regular file); ready

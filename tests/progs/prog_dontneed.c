@@ -49,7 +49,7 @@ int main(int argc, char **argv)
 	if (m == MAP_FAILED || !gone)
 		die("mmap");
 	/* first touches by reads in address order are a stream of zero fills,
-	 * which comex maps as populated pages (PAGER.md P24): all must read zero */
+	 * which comex maps as populated pages (DECISIONS.md D29): all must read zero */
 	for (size_t i = 0; i < words / 2; i++)
 		if (m[i])
 			die("never-written word %zu reads %016" PRIx64 ", expected 0", i, m[i]);
