@@ -781,7 +781,7 @@ int client_read_hedged(struct comex_client *c, unsigned node, uint32_t pfn, uint
 	if (!n)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	err = hedge_avoided(n) ? -EAGAIN : transfer(n, TP_GET, pfn, count, dst, true);
+	err = hedge_avoided(n) || hedge_slow(n) ? -EAGAIN : transfer(n, TP_GET, pfn, count, dst, true);
 	pthread_mutex_unlock(&c->lock);
 	return err;
 }

@@ -64,8 +64,9 @@ int client_write_start(struct comex_client *c, unsigned node, uint32_t pfn, uint
 int client_write_wait(struct comex_client *c, unsigned node, struct tp_op *op);
 
 /* Hedged transfers (hedge.c), for callers that have another copy to go to:
- * as client_read and client_write_wait, but -EAGAIN at once when node is
- * suspect, and -ETIME once the transfer is late (option hedge-floor, or a
+ * as client_read and client_write_wait, but -EAGAIN at once (a read) when
+ * node is suspect or far slower than a peer, and -ETIME once the transfer
+ * is late (option hedge-floor, or a
  * few times this link's recent answer times): it is then given up (dst is
  * no longer written; a write's frames should be released) and node is
  * suspect. Where it cannot be given up (UCX) they wait as the others do. */

@@ -65,6 +65,7 @@ struct node {
 	/* hedge.c: a memnode that answers late (hung, slowed) */
 	double xfer_us, xfer_dev_us;  /* EWMAs: a transfer's or ALLOC's answer time, its mean deviation */
 	bool suspect;                 /* missed a deadline: no new frames, reads go to its peers */
+	bool slow;                    /* answers far slower than a peer: reads go to its peers (hedge_slow) */
 	uint64_t suspect_t0;          /* since when (ns) */
 	uint64_t back_t;              /* when it was last taken back (ns) */
 	unsigned flaps;               /* suspected again soon after being taken back: longer probation */
@@ -135,6 +136,7 @@ void hedge_suspect(struct node *n, const char *what);
  * frames, reads go to its peers); the last memnodes left are waited for. */
 bool hedge_avoided(const struct node *n);
 bool hedge_elsewhere(const struct node *n); /* another memnode is healthy */
+bool hedge_slow(struct node *n);            /* answers SLOW_FACTOR x slower than a healthy peer */
 void hedge_publish(struct comex_client *c); /* c->avoided and the board, anew */
 /* Membership tick: probes suspect nodes, fails one whose oldest request is
  * older than op-timeout. */

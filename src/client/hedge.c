@@ -27,6 +27,12 @@
  * (one per 50 ms membership tick: 150 ms), doubled for each time it became
  * suspect again within FLAP_WINDOW_NS of being taken back, up to 2^FLAPS_MAX
  * (2.4 s): a memnode that keeps stalling stays out longer. */
+/* A memnode whose answers take SLOW_FACTOR x a healthy peer's, and
+ * SLOW_GAP_US more (not a few us of noise), is slow: pages with a copy on
+ * the peer are read there (a crawling link, a starved host). It still takes
+ * writes, which keep its answer times current. */
+#define SLOW_FACTOR 4.0
+#define SLOW_GAP_US 200.0
 #define PROBES_OK 3u
 #define FLAP_WINDOW_NS 30000000000ull
 #define FLAPS_MAX 4u
@@ -73,6 +79,25 @@ bool hedge_elsewhere(const struct node *n)
 bool hedge_avoided(const struct node *n)
 {
 	return n->suspect && !n->fail_err && hedge_elsewhere(n);
+}
+
+bool hedge_slow(struct node *n)
+{
+	double best = 0;
+	bool slow;
+
+	for (unsigned i = 0; i < n->c->nnodes; i++) {
+		const struct node *p = &n->c->node[i];
+
+		if (p != n && healthy(p) && p->xfer_us > 0 && (best == 0 || p->xfer_us < best))
+			best = p->xfer_us;
+	}
+	slow = n->c->hedge_floor_ns && best > 0 && n->xfer_us > SLOW_FACTOR * best && n->xfer_us - best > SLOW_GAP_US;
+	if (slow != n->slow)
+		log_info("memnode %s answers in %.0f us, a peer in %.0f us: %s", n->addr, n->xfer_us, best,
+			 slow ? "slow; pages with a copy elsewhere are read there" : "no longer slow");
+	n->slow = slow;
+	return slow;
 }
 
 void hedge_publish(struct comex_client *c)
