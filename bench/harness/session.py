@@ -67,7 +67,7 @@ class Session:
             raise Refused(self.refused[name])
         if name in self.modes:
             return self.modes[name]
-        m = make_mode(name, self.build, spin=getattr(self.args, "spin", "off") == "on")
+        m = make_mode(name, self.build, spin=getattr(self.args, "spin", "on") == "on")
         why = m.precondition(self.pool, self.swap)
         if why:
             self.refused[name] = why
