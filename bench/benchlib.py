@@ -1,10 +1,14 @@
 """The one library of the comex benchmarks in bench/ (stdlib only, Python
 3.11): machine metadata, git revision, CPU accounting, starting a `comex
-memnode`, medians and spreads, and the bench/results/<name>-<UTC>.json files.
+memnode`, the pager_bench command line, the CPU-bound neighbours, the
+busy-polling flags, medians and spreads, the scripts' common command line
+(--build, --runs, --quick, --out-dir, --no-save) and the versioned result
+documents (start_doc/finish_doc: bench/results/<name>-<UTC>.json).
 The standalone scripts import it as `benchlib` (bench/ is their directory);
 the harness (python3 -m bench.harness) as bench.benchlib, through
-harness/sysenv.py, which keeps the machine set-up only the harness does
-(cgroups, swap devices, network namespaces, the undo stack)."""
+harness/sysenv.py, which holds the machine set-up the harness and the
+scripts share (cgroups, swap devices, network namespaces, the memnode
+process, the undo stack)."""
 
 import argparse
 import collections
@@ -17,6 +21,7 @@ import signal
 import socket
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -359,6 +364,21 @@ def pct(x):
     return "n/a" if x is None else f"{x * 100:.1f} %"
 
 
+def pyplot(who):
+    """matplotlib.pyplot (the Agg backend), or None, saying so on stderr, for
+    an interpreter without it (Debian's /usr/bin/python3 has it:
+    python3-matplotlib; scripts/deps.sh installs it). WHO names the caller."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"{who}: no plot: {sys.executable} has no matplotlib (python3-matplotlib; /usr/bin/python3 "
+              "has it)", file=sys.stderr)
+        return None
+    return plt
+
+
 def md_row(*cells):
     """A Markdown table row of cells."""
     return "| " + " | ".join(str(c) for c in cells) + " |"
@@ -427,9 +447,9 @@ def finish_doc(doc, times0, name, args=None, path=None, warnings=()):
     if path is not None:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(doc, indent=1) + "\n")
+        path.write_text(json.dumps(doc, indent=1, default=str) + "\n")
     elif getattr(args, "no_save", False) or (getattr(args, "quick", False) and not out_dir):
-        json.dumps(doc)
+        json.dumps(doc, default=str)
         return None
     else:
         path = write_json(doc, name, out_dir)
@@ -446,7 +466,7 @@ def write_json(doc, name, out_dir=None):
     d = Path(out_dir) if out_dir else RESULTS_DIR
     d.mkdir(parents=True, exist_ok=True)
     path = d / f"{name}-{doc['timestamp']}.json"
-    path.write_text(json.dumps(doc, indent=1) + "\n")
+    path.write_text(json.dumps(doc, indent=1, default=str) + "\n")
     return path
 
 

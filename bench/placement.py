@@ -26,7 +26,7 @@ runs), fresh memnodes every time. Per run it records
 Every program's checksum must equal its native run's (a hard failure
 otherwise). Results are medians over the runs with min/max, in
 
-  bench/results/placement-<UTC>.json   (schema comex-bench-placement/1)
+  bench/results/placement-<UTC>.json   (schema comex-bench-placement/2)
   docs/PLACEMENT.md                    (the section between the bench markers)
   docs/img/bench-placement.png         (per-memnode fill and imbalance per policy)
 
@@ -56,7 +56,7 @@ from benchlib import ROOT, summary  # noqa: E402
 from harness import sysenv  # noqa: E402
 from harness.sysenv import UNDO, NetNs, kill_tree, log, read  # noqa: E402
 
-SCHEMA = "comex-bench-placement/1"
+SCHEMA = "comex-bench-placement/2"   # /2: options.spin; comex's own busy-polling by default (/1: none)
 NAME = "placement"
 DOC_PATH = ROOT / "docs" / "PLACEMENT.md"
 PLOT_PATH = ROOT / "docs" / "img" / "bench-placement.png"
@@ -265,12 +265,8 @@ def aggregate(samples, policies, pools):
 # ------------------------------------------------------------------ report
 
 def plot(doc, path):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        log("matplotlib missing (scripts/deps.sh installs python3-matplotlib): no plot")
+    plt = benchlib.pyplot("placement")
+    if plt is None:
         return None
     pools = doc["options"]["pools_mib"]
     res = doc["results"]
@@ -327,11 +323,14 @@ def section(doc, json_path, plot_path):
              "`comex run` with a quarter of their memory local: %s (bench/pager_bench, %d passes, %d %% writes). "
              "Medians of %d runs per policy (min-max in brackets), fresh memnodes for every run; the load is "
              "the `comex status` sample with the most memory in use. Machine: %s, %s cores, kernel %s; "
-             "load average %s at the start (the machine was shared: times are noisy, the imbalance figures are not)." %
+             "load average %s at the start (the machine was shared: times are noisy, the imbalance figures are not). "
+             "Busy-polling: %s." %
              (len(o["pools_mib"]), ", ".join(map(str, o["pools_mib"])), sum(o["pools_mib"]), o["rate_gbit"],
               len(o["programs"]), ", ".join("%d MiB %s" % (s, p) for s, p in o["programs"]), o["passes"],
               o["write_pct"], o["runs"], m.get("cpu_model"), m.get("cores"), m.get("kernel"),
-              " ".join(m.get("loadavg_start") or [])),
+              " ".join(m.get("loadavg_start") or []),
+              "comex's defaults" if o.get("spin") == "on" else "none (`--spin off`: idle-spin, handler-spin and "
+              "client-spin 0)"),
              "",
              "| policy | total time (s) | imbalance: used max/mean | fill max/mean | fullest memnode | memnodes used "
              "| chunk ALLOCs | NACKs | remote faults |",
@@ -383,6 +382,14 @@ def parse_args(argv):
     return a
 
 
+def page_paths(out_dir):
+    """(page, plot) in OUT_DIR, or docs/PLACEMENT.md and its plot."""
+    if not out_dir:
+        return DOC_PATH, PLOT_PATH
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    return Path(out_dir) / "PLACEMENT.md", Path(out_dir) / "bench-placement.png"
+
+
 def native_checksums(ctx):
     sums = []
     for i, prog in enumerate(ctx["programs"]):
@@ -397,7 +404,7 @@ def main(argv):
         f = benchlib.newest_json(NAME)
         if not f:
             sys.exit("placement.py: no bench/results/%s-*.json yet" % NAME)
-        render(json.loads(f.read_text()), f, DOC_PATH, PLOT_PATH)
+        render(json.loads(f.read_text()), f, *page_paths(a.out_dir))
         return 0
     why = NetNs.precondition()
     if why:
@@ -454,8 +461,7 @@ def main(argv):
         doc_path = None
         section(doc, "(not saved)", None)
     else:
-        out = Path(a.out_dir) if a.out_dir else None
-        doc_path, plot_path = (out / "PLACEMENT.md", out / "bench-placement.png") if out else (DOC_PATH, PLOT_PATH)
+        doc_path, plot_path = page_paths(a.out_dir)
         render(doc, json_path, doc_path, plot_path)
     print("wrote %s, %s" % (json_path, doc_path) if json_path else "placement: nothing written")
     for r in doc["results"]:

@@ -259,13 +259,8 @@ def failures(cfg, ph):
 
 
 def plot(doc, path):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print(f"soak: no plot: {sys.executable} has no matplotlib (Debian's /usr/bin/python3 has it: "
-              "python3-matplotlib); `/usr/bin/python3 bench/soak.py --render JSON` draws it later", file=sys.stderr)
+    plt = benchlib.pyplot("soak (`/usr/bin/python3 bench/soak.py --render JSON` draws it later)")
+    if plt is None:
         return None
     cfgs = list(doc["configs"].items())
     fig, axes = plt.subplots(len(cfgs), 1, figsize=(11, 3.2 * len(cfgs)), squeeze=False)

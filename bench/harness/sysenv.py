@@ -1,6 +1,7 @@
-"""Machine set-up the harness owns: cgroups, swap files, zram devices,
-network namespaces, memnode processes, and the undo stack that restores the
-machine on exit, on failure and on Ctrl-C.
+"""Machine set-up of the harness and the bench/*.py scripts: cgroups, swap
+files, zram devices, comex swap, network namespaces, memnode processes,
+CPU-bound neighbours, and the undo stack that restores the machine on exit,
+on failure and on Ctrl-C (and SIGTERM, after install_signal_handlers()).
 
 Every resource is named with the prefix `comex-bench-<pid>` / `cxb<pid>` so
 that `python3 -m bench.harness cleanup` can find what a killed harness left
