@@ -985,7 +985,8 @@ def parse_args(argv):
                          "users cannot hold the polling-core claim (as bench/transport.py --private-shm)")
     ap.add_argument("--out-dir", help="write the JSON and the page there instead of bench/results and docs/")
     ap.add_argument("--quick", action="store_true",
-                    help="smoke run: 16 MiB, one pass, one run; JSON and page go to a temporary directory")
+                    help="smoke run: 16 MiB, one pass, one run, --poll-wait 0; JSON and page are made in a "
+                         "temporary directory and removed (kept with --out-dir)")
     ap.add_argument("--no-warm", action="store_true",
                     help="no warm-up of guest memory before each run (harness/sysenv.py warm_guest_memory)")
     ap.add_argument("--render-only", action="store_true", help="only regenerate docs/PAGER-BENCH.md")

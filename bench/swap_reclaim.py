@@ -112,6 +112,7 @@ def main(argv):
     for i in range(a.programs):
         refs[i] = checksum(subprocess.run(pager_bench(build, a.program_mib, i + 1), capture_output=True, text=True,
                                           check=True).stdout)
+        benchlib.check(refs[i] is not None, "pager_bench printed no checksum before the pressure")
     swapdir = "/var/tmp/comex-swap-reclaim"
     dev = sysenv.ComexSwap(comex, a.size, swapdir)
     if a.memnode:

@@ -14,7 +14,8 @@ the median of the per-run medians with min/max across runs, and a warning
 when that spread exceeds 10 %.
 
   python3 bench/transport.py [--build DIR] [--runs 3] [--iters 4096=N,...]
-  python3 bench/transport.py --quick          # smoke run, seconds
+  python3 bench/transport.py --quick          # smoke run, seconds: --poll-wait 0, outputs checked, nothing
+                                              # written (--out-dir keeps the JSON)
   python3 bench/transport.py --render-only    # just rewrite docs/TRANSPORT.md
 """
 
