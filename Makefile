@@ -6,7 +6,7 @@ CMAKE_GEN  := -G Ninja
 
 DEB_BUILD  ?= build-deb
 
-.PHONY: all deps build test test-fast test-san demo install deb bench bench-eval bench-smoke clean
+.PHONY: all deps build test test-fast test-san demo install deb bench bench-eval bench-smoke bench-quick clean
 
 all: build
 
@@ -53,6 +53,10 @@ bench-eval: build
 bench-smoke: build
 	/usr/bin/python3 -m bench.harness smoke --build $(BUILD) --no-save --runs 1 --workloads mt,python \
 	  --sizes mt=48,python=64 --fractions 90
+
+# Every bench/*.py script once in its --quick form (also part of `make test`: ctest label bench).
+bench-quick: build
+	cd $(BUILD) && ctest -L bench --output-on-failure
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD) $(DEB_BUILD)

@@ -1,10 +1,14 @@
 """The one library of the comex benchmarks in bench/ (stdlib only, Python
 3.11): machine metadata, git revision, CPU accounting, starting a `comex
-memnode`, medians and spreads, and the bench/results/<name>-<UTC>.json files.
+memnode`, the pager_bench command line, the CPU-bound neighbours, the
+busy-polling flags, medians and spreads, the scripts' common command line
+(--build, --runs, --quick, --out-dir, --no-save) and the versioned result
+documents (start_doc/finish_doc: bench/results/<name>-<UTC>.json).
 The standalone scripts import it as `benchlib` (bench/ is their directory);
 the harness (python3 -m bench.harness) as bench.benchlib, through
-harness/sysenv.py, which keeps the machine set-up only the harness does
-(cgroups, swap devices, network namespaces, the undo stack)."""
+harness/sysenv.py, which holds the machine set-up the harness and the
+scripts share (cgroups, swap devices, network namespaces, the memnode
+process, the undo stack)."""
 
 import argparse
 import collections
@@ -17,6 +21,7 @@ import signal
 import socket
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -105,6 +110,12 @@ def cpu_busy_fraction(seconds=1.0):
     return round(1 - (1.0 if idle is None else idle), 3)
 
 
+def meminfo_kib(key):
+    """A /proc/meminfo field in KiB (MemTotal, MemAvailable...), or None."""
+    m = re.search(r"^%s:\s+(\d+)" % re.escape(key), read_text("/proc/meminfo") or "", re.M)
+    return int(m.group(1)) if m else None
+
+
 def loadavg():
     """The 1, 5 and 15 minute load averages."""
     return [float(x) for x in (read_text("/proc/loadavg") or "0 0 0").split()[:3]]
@@ -144,14 +155,97 @@ def finish_machine_info(machine, times0):
 
 # ------------------------------------------------------------------ comex processes
 
-def clean_env(ucx_tls=None):
-    """The environment without COMEX_* and UCX_* settings, so that only the
-    command line configures a benchmark's comex processes; with UCX_TLS set
-    to ucx_tls when given."""
+def clean_env(ucx_tls=None, **extra):
+    """The environment without COMEX_* and UCX_* settings and without a comex
+    runtime in LD_PRELOAD (a bench run under `comex run` itself), so that only
+    the command line configures a benchmark's comex processes; with UCX_TLS
+    set to ucx_tls when given, then the variables EXTRA."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COMEX_", "UCX_"))}
+    keep = [x for x in env.pop("LD_PRELOAD", "").replace(":", " ").split() if "libcomex" not in x]
+    if keep:
+        env["LD_PRELOAD"] = " ".join(keep)
     if ucx_tls:
         env["UCX_TLS"] = ucx_tls
+    env.update(extra)
     return env
+
+
+# Busy-polling. The default everywhere is comex's own (`comex run`'s
+# client-spin 100us, handler-spin 50us; `comex memnode`'s idle-spin 200us):
+# what a user gets. --spin off (docs/DECISIONS.md D71) turns every one of them
+# off: these flags for comex run, this environment for a memnode (a separate
+# one, or the one comex run embeds, which inherits it).
+SPIN_CHOICES = ("on", "off")
+RUN_NO_SPIN = ["--handler-spin", "0", "--client-spin", "0"]
+MEMNODE_NO_SPIN = {"COMEX_IDLE_SPIN": "0"}
+
+
+def run_spin_flags(spin):
+    """comex run's flags for --spin SPIN ('on' or 'off')."""
+    return [] if spin == "on" else list(RUN_NO_SPIN)
+
+
+def memnode_spin_env(spin):
+    """A memnode's environment additions for --spin SPIN."""
+    return {} if spin == "on" else dict(MEMNODE_NO_SPIN)
+
+
+# ------------------------------------------------------------------ workloads and neighbours
+
+def pager_bench_argv(build, pattern, size_mib, passes=3, write_pct=20, seed=1, time_touches=False, progress=False,
+                     extra=(), binary=None):
+    """The one bench/pager_bench command line: fill size_mib MiB, then
+    PASSES passes in PATTERN's order with WRITE_PCT % writes (seed SEED);
+    every touch timed with time_touches, progress lines with progress; then
+    the further flags EXTRA. BINARY overrides BUILD/pager_bench."""
+    argv = [str(binary or Path(build) / "pager_bench"), "--pattern", pattern, "--size-mib", str(size_mib),
+            "--passes", str(passes), "--write-pct", str(write_pct), "--seed", str(seed)]
+    return argv + (["--time-touches", "1"] if time_touches else []) + (["--progress", "1"] if progress else []) + \
+        [str(x) for x in extra]
+
+
+def json_line(text):
+    """The last line of TEXT starting with '{', parsed, or None."""
+    lines = [ln for ln in (text or "").splitlines() if ln.startswith("{")]
+    try:
+        return json.loads(lines[-1]) if lines else None
+    except ValueError:
+        return None
+
+
+# A CPU-bound neighbour of the simplest kind: one busy shell loop per CPU it
+# should take (sched, memnode_busy), optionally pinned with taskset.
+HOG = ["sh", "-c", "while :; do :; done"]
+
+# The neighbours of the busy experiments (bench.harness busy, bench/sched.py):
+# name -> argv prefix of `stress-ng --cpu N` ("none": no neighbour); stress-1
+# is one worker at normal priority, stress one per core, stress-nice the same
+# under nice 19.
+NEIGHBOURS = {"none": None, "stress-1": [], "stress": [], "stress-nice": ["nice", "-n", "19"]}
+
+
+def neighbour_argv(kind, timeout_s=None, cpus=None):
+    """The command of the NEIGHBOURS neighbour KIND (None for none), ended by
+    stress-ng after timeout_s when given."""
+    pre = NEIGHBOURS[kind]
+    if pre is None:
+        return None
+    n = 1 if kind == "stress-1" else (cpus or os.cpu_count())
+    return pre + ["stress-ng", "--cpu", str(n), "--cpu-method", "matrixprod"] + \
+        (["--timeout", "%ds" % int(timeout_s)] if timeout_s else []) + ["--quiet"]
+
+
+def start_hogs(n, cpu=None):
+    """N HOG processes, each pinned to CPU when given."""
+    pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
+    return [subprocess.Popen(pin + HOG) for _ in range(n)]
+
+
+def stop_hogs(procs):
+    for p in procs:
+        p.kill()
+    for p in procs:
+        p.wait()
 
 
 def memnode_flags(token, pool_mib, host="127.0.0.1", port=0, extra=()):
@@ -225,12 +319,15 @@ def run_logged(cmd, tmp, tag):
         p = subprocess.Popen(cmd, stdout=out, stderr=err, env=clean_env())
         _, status, ru = os.wait4(p.pid, 0)
     wall = time.monotonic() - t0
-    lines = [ln for ln in (read_text(Path(tmp) / f"{tag}.out") or "").splitlines() if ln.startswith("{")]
-    try:
-        res = json.loads(lines[-1]) if lines else None
-    except ValueError:
-        res = None
-    return os.waitstatus_to_exitcode(status), wall, ru.ru_maxrss, res
+    return os.waitstatus_to_exitcode(status), wall, ru.ru_maxrss, json_line(read_text(Path(tmp) / f"{tag}.out"))
+
+
+def make_token(comex, tmp):
+    """A fresh token file tmp/token (mode 0600) made by `comex token`; its path."""
+    path = Path(tmp) / "token"
+    subprocess.run([str(comex), "token", str(path)], check=True, capture_output=True, env=clean_env())
+    os.chmod(path, 0o600)
+    return str(path)
 
 
 # ------------------------------------------------------------------ statistics
@@ -267,6 +364,21 @@ def pct(x):
     return "n/a" if x is None else f"{x * 100:.1f} %"
 
 
+def pyplot(who):
+    """matplotlib.pyplot (the Agg backend), or None, saying so on stderr, for
+    an interpreter without it (Debian's /usr/bin/python3 has it:
+    python3-matplotlib; scripts/deps.sh installs it). WHO names the caller."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"{who}: no plot: {sys.executable} has no matplotlib (python3-matplotlib; /usr/bin/python3 "
+              "has it)", file=sys.stderr)
+        return None
+    return plt
+
+
 def md_row(*cells):
     """A Markdown table row of cells."""
     return "| " + " | ".join(str(c) for c in cells) + " |"
@@ -274,13 +386,44 @@ def md_row(*cells):
 
 # ------------------------------------------------------------------ output
 
-def arg_parser(description):
+def arg_parser(description, runs=3, spin=False):
     """The command line every bench/X.py script starts with: --build (the
-    build directory, default build) and --runs (default 3)."""
+    build directory, default build), --runs, --quick (tiny sizes, one run,
+    outputs checked, nothing written to bench/results: `make test` runs every
+    script so), --out-dir and --no-save; --spin (comex's busy-polling, on by
+    default as in `comex run`) when SPIN."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--build", default="build")
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=runs)
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: tiny sizes, 1 run, outputs checked, no result file unless --out-dir")
+    ap.add_argument("--out-dir", help="write the result JSON there instead of bench/results")
+    ap.add_argument("--no-save", action="store_true", help="write no result file")
+    if spin:
+        ap.add_argument("--spin", choices=SPIN_CHOICES, default="on",
+                        help="comex's busy-polling: on (default: comex's own defaults, as `comex run`) or off "
+                             "(none: docs/DECISIONS.md D71)")
     return ap
+
+
+def quick(a, **small):
+    """For --quick: one run and the small values SMALL (attribute -> value)
+    put into the parsed arguments A; returns A."""
+    if getattr(a, "quick", False):
+        a.runs = 1
+        for k, v in small.items():
+            setattr(a, k, v)
+    return a
+
+
+class CheckFailed(RuntimeError):
+    """A benchmark's output is wrong (a checksum, a missing result)."""
+
+
+def check(cond, what):
+    """Raises CheckFailed(what) unless cond: a wrong output fails the run."""
+    if not cond:
+        raise CheckFailed(what)
 
 
 def start_doc(schema, **fields):
@@ -291,13 +434,25 @@ def start_doc(schema, **fields):
     return {"schema": schema, "timestamp": utc_stamp(), "git": git_revision(), "machine": machine, **fields}, times0
 
 
-def finish_doc(doc, times0, name):
+def finish_doc(doc, times0, name, args=None, path=None, warnings=()):
     """Completes a start_doc() document (end-of-run machine figures, the
-    busy-CPU warnings), writes it as bench/results/NAME-<stamp>.json and
-    says so; returns its path."""
+    busy-CPU warnings, then WARNINGS) and writes it: to PATH when given,
+    else as NAME-<stamp>.json in args.out_dir or bench/results; not at all
+    with args.no_save, or args.quick without args.out_dir (a smoke run
+    leaves bench/results alone; the document is still checked to be JSON).
+    Says where; returns the path or None."""
     finish_machine_info(doc["machine"], times0)
-    doc["warnings"] = busy_warnings(doc["machine"])
-    path = write_json(doc, name)
+    doc["warnings"] = busy_warnings(doc["machine"]) + list(warnings) + list(doc.get("warnings") or [])
+    out_dir = getattr(args, "out_dir", None)
+    if path is not None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    elif getattr(args, "no_save", False) or (getattr(args, "quick", False) and not out_dir):
+        json.dumps(doc, default=str)
+        return None
+    else:
+        path = write_json(doc, name, out_dir)
     print(f"wrote {path}")
     return path
 
@@ -306,11 +461,12 @@ def utc_stamp():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
-def write_json(doc, name):
-    """bench/results/<name>-<doc['timestamp']>.json"""
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RESULTS_DIR / f"{name}-{doc['timestamp']}.json"
-    path.write_text(json.dumps(doc, indent=1) + "\n")
+def write_json(doc, name, out_dir=None):
+    """OUT_DIR (default bench/results)/<name>-<doc['timestamp']>.json"""
+    d = Path(out_dir) if out_dir else RESULTS_DIR
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"{name}-{doc['timestamp']}.json"
+    path.write_text(json.dumps(doc, indent=1, default=str) + "\n")
     return path
 
 
@@ -328,4 +484,4 @@ def native_peak(argv, warm):
     t = time.monotonic()
     p = subprocess.run(["/usr/bin/time", "-f", "%M", *argv], capture_output=True, text=True, check=True,
                        env=clean_env())
-    return json.loads(p.stdout)["checksum"], int(p.stderr.strip().splitlines()[-1]), time.monotonic() - t
+    return json_line(p.stdout)["checksum"], int(p.stderr.strip().splitlines()[-1]), time.monotonic() - t

@@ -39,12 +39,9 @@ differs, 1 otherwise, 2 on a usage error.
     /usr/bin/python3 bench/cpython_corpus.py --comex /tmp/corpus/bin/comex \\
         --modules test_tempfile,test_posix --json /tmp/corpus/out.json
 """
-import argparse
-import datetime
 import hashlib
 import json
 import os
-import platform
 import re
 import shlex
 import signal
@@ -55,8 +52,13 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-JSON_VERSION = 1
-ROOT = Path(__file__).resolve().parent.parent
+import benchlib
+from benchlib import ROOT, clean_env
+
+# /1 was {"version": 1, "kind": "cpython-corpus", "machine": <the fields now in "corpus">}; /2 has
+# benchlib's head (schema, timestamp, git, machine) and the set-up in "corpus"
+SCHEMA = "comex-bench-cpython-corpus/2"
+QUICK_MODULES = ["test_tempfile"]
 DEFAULT_MODULES = ["test_subprocess", "test_posix", "test_os", "test_tempfile", "test_signal",
                    "test_fork1", "test_mmap", "test_resource", "test_threading",
                    "test_faulthandler", "test_select", "test_fcntl"]
@@ -359,21 +361,6 @@ def outcomes(text, xml_path, timed_out):
 
 # ---------------------------------------------------------------- running
 
-def clean_env():
-    """The environment without any comex runtime of our own (if the harness runs under comex)."""
-    env = dict(os.environ)
-    for k in list(env):
-        if k.startswith("COMEX_"):
-            del env[k]
-    if "LD_PRELOAD" in env:
-        keep = [p for p in env["LD_PRELOAD"].replace(":", " ").split() if "libcomex" not in p]
-        if keep:
-            env["LD_PRELOAD"] = " ".join(keep)
-        else:
-            del env["LD_PRELOAD"]
-    return env
-
-
 def kill_group(pgid, sig):
     try:
         os.killpg(pgid, sig)
@@ -608,20 +595,7 @@ def excerpt(text):
 # ---------------------------------------------------------------- metadata
 
 def text_of(cmd):
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def meminfo_total():
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
+    return (benchlib.run_text(cmd) or "").strip() or None
 
 
 def sha256(path):
@@ -631,15 +605,11 @@ def sha256(path):
         return None
 
 
-def metadata(args):
+def corpus_setup(args):
+    """What the corpus run used beside benchlib's machine and git fields."""
     comex_dir = Path(args.comex).resolve().parent
     return {
-        "hostname": platform.node(),
-        "kernel": platform.release(),
-        "kernel_version": platform.version(),
-        "machine": platform.machine(),
-        "nproc": os.cpu_count(),
-        "mem_total_bytes": meminfo_total(),
+        "mem_total_bytes": (benchlib.meminfo_kib("MemTotal") or 0) * 1024 or None,
         "python": args.python,
         "python_version": text_of([args.python, "-c", "import sys; print(sys.version)"]),
         "harness_python": sys.version,
@@ -647,11 +617,9 @@ def metadata(args):
         "comex_version": text_of([args.comex, "version"]),
         "comex_sha256": sha256(args.comex),
         "libcomex_rt_sha256": sha256(comex_dir / "libcomex-rt.so"),
-        "comex_git_commit": text_of(["git", "-C", str(ROOT), "rev-parse", "HEAD"]),
-        # a binary copied out of the tree may be older than the commit above
+        # a binary copied out of the tree may be older than the git revision of the document
         "comex_in_repo": Path(args.comex).resolve().is_relative_to(ROOT),
-        "comex_git_dirty": bool(text_of(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"])),
-        "vm.unprivileged_userfaultfd": (text_of(["cat", "/proc/sys/vm/unprivileged_userfaultfd"])),
+        "vm.unprivileged_userfaultfd": (benchlib.read_text("/proc/sys/vm/unprivileged_userfaultfd") or "").strip(),
         "uid": os.getuid(),
     }
 
@@ -678,12 +646,13 @@ def fmt_counts(run):
     return s or "no tests"
 
 
-def print_table(results, meta, args):
+def print_table(results, doc, args):
+    meta, m, git = doc["corpus"], doc["machine"], doc["git"]
     print(f"CPython regression tests, native vs comex run (--local-mem = {args.fraction:g} x native peak,"
           f" >= {args.min_local_mib} MiB)")
-    print(f"python {meta['python_version'].split()[0] if meta['python_version'] else '?'}, kernel {meta['kernel']}, "
-          f"{meta['nproc']} CPUs, {(meta['mem_total_bytes'] or 0) / 2**30:.1f} GiB, comex {meta['comex_git_commit'] or '?'}"
-          f"{' (dirty tree)' if meta['comex_git_dirty'] else ''}")
+    print(f"python {meta['python_version'].split()[0] if meta['python_version'] else '?'}, kernel {m['kernel']}, "
+          f"{m['cores']} CPUs, {(meta['mem_total_bytes'] or 0) / 2**30:.1f} GiB, comex {git['rev']}"
+          f"{' (dirty tree)' if git['dirty'] else ''}")
     if not meta["comex_in_repo"]:
         print(f"binary {meta['comex']} (outside the repository: the commit above may not be what it was built from;"
               f" sha256 {(meta['comex_sha256'] or '?')[:12]})")
@@ -741,10 +710,9 @@ def progress(msg):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = benchlib.arg_parser(__doc__.split("\n\n")[0])
     ap.add_argument("--modules", help="comma-separated test modules (default: %s)" % ",".join(DEFAULT_MODULES))
-    ap.add_argument("--comex", default=str(ROOT / "build" / "comex"), help="comex binary (default %(default)s)")
+    ap.add_argument("--comex", help="comex binary (default: BUILD/comex)")
     ap.add_argument("--python", default="/usr/bin/python3", help="interpreter under test (default %(default)s)")
     ap.add_argument("--fraction", type=float, default=0.25,
                     help="--local-mem as a fraction of the native peak RSS (default %(default)s)")
@@ -756,11 +724,11 @@ def main():
                     help="run differing tests again alone, native and comex, this many times; a difference whose "
                          "native outcome changes and then matches comex is reported as native-flaky and not "
                          "counted (default %(default)s; 0: no reruns)")
-    ap.add_argument("--json", metavar="PATH", help="write the versioned JSON results here")
+    ap.add_argument("--json", metavar="PATH", help="write the versioned JSON results here (default: none)")
     ap.add_argument("--logs", metavar="DIR", help="keep raw outputs here (default: a new /tmp/cpython-corpus-* dir)")
     ap.add_argument("--no-stats", dest="stats", action="store_false",
                     help="do not pass --stats-json to comex run (default: keep the top process's pager counters)")
-    args = ap.parse_args()
+    args = benchlib.quick(ap.parse_args(), modules=",".join(QUICK_MODULES), retries=0, timeout=120)
 
     mods = DEFAULT_MODULES if not args.modules else [m.strip() for m in args.modules.split(",") if m.strip()]
     mods = [m[len("test."):] if m.startswith("test.") else m for m in mods]
@@ -768,6 +736,7 @@ def main():
         ap.error("no modules")
     if not (0 < args.fraction <= 1):
         ap.error("--fraction must be in (0, 1]")
+    args.comex = args.comex or str(Path(args.build).resolve() / "comex")
     if not os.access(args.comex, os.X_OK):
         ap.error(f"comex binary not found or not executable: {args.comex}")
     if not os.access(args.python, os.X_OK):
@@ -784,37 +753,30 @@ def main():
     logs.mkdir(parents=True, exist_ok=True)
     env_native = clean_env()
     env_comex = dict(env_native, **extra)
-    meta = metadata(args)
-    started = datetime.datetime.now(datetime.timezone.utc)
+    doc, times0 = benchlib.start_doc(SCHEMA, corpus=corpus_setup(args))
     progress(f"logs in {logs}")
 
     results = []
     for m in mods:
         results.append(run_module(m, args, logs, env_native, env_comex))
-    finished = datetime.datetime.now(datetime.timezone.utc)
-
-    print_table(results, meta, args)
+    print_table(results, doc, args)
     differ = [r["module"] for r in results if r["status"] not in ("same", "flaky")]
     print()
     flaky = [r["module"] for r in results if r["status"] == "flaky"]
     print((f"no module differs" + (f" (native-flaky tests only: {', '.join(flaky)})" if flaky else ""))
           if not differ else f"{len(differ)} module(s) differ or could not be compared: " + ", ".join(differ))
 
-    if args.json:
-        doc = {
-            "version": JSON_VERSION,
-            "kind": "cpython-corpus",
-            "timestamp": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "finished": finished.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "machine": meta,
-            "config": {"modules": mods, "fraction": args.fraction, "min_local_mib": args.min_local_mib,
-                       "timeout_s": args.timeout, "env_extra": extra, "logs": str(logs),
-                       "command": shlex.join([sys.executable] + sys.argv)},
-            "modules": results,
-            "differing_modules": differ,
-        }
-        Path(args.json).write_text(json.dumps(doc, indent=1) + "\n")
-        progress(f"wrote {args.json}")
+    doc.update({"finished": benchlib.utc_stamp(),
+                "config": {"modules": mods, "fraction": args.fraction, "min_local_mib": args.min_local_mib,
+                           "timeout_s": args.timeout, "env_extra": extra, "logs": str(logs),
+                           "command": shlex.join([sys.executable] + sys.argv)},
+                "modules": results,
+                "differing_modules": differ})
+    # --json PATH, or (--out-dir) cpython-corpus-<stamp>.json there; none by default, as before
+    if args.json or args.out_dir:
+        benchlib.finish_doc(doc, times0, "cpython-corpus", args, path=args.json)
+    if args.quick and not args.logs and not differ:   # a smoke run that passed keeps no logs
+        subprocess.run(["rm", "-rf", str(logs)])
     return 1 if differ else 0
 
 

@@ -28,19 +28,16 @@ from bench.harness import sysenv  # noqa: E402
 SCHEMA = "comex-bench-distance/1"
 TOLERANCE = 0.10     # the issue's: set delay plus the path's own cost, within 10 %
 RATE_GBIT = 25       # as comex-rttN
-# --spin off, as the harness's option (docs/DECISIONS.md D71): nobody busy-polls
-NO_SPIN = ["--client-spin", "0"]
 
 
 def ping_pong(bench, addr, token, bridge, rtt_us, iters, spin):
     """Median and p99 microseconds of a 4 KiB read and write through the
     client at sim-rtt rtt_us."""
     cmd = [bench, "comex", "--size", "4096", "--iters", str(iters), "--memnode", addr, "--token-file", token,
-           "--sim-rtt", "%dus" % rtt_us] + ([] if spin else NO_SPIN)
-    env = dict(benchlib.clean_env(), UCX_TLS="tcp", UCX_NET_DEVICES=bridge)
+           "--sim-rtt", "%dus" % rtt_us] + ([] if spin == "on" else ["--client-spin", "0"])
+    env = benchlib.clean_env("tcp", UCX_NET_DEVICES=bridge)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
-    if p.returncode:
-        raise RuntimeError("transport_bench exited %d: %s" % (p.returncode, p.stderr.strip()[-500:]))
+    benchlib.check(p.returncode == 0, "transport_bench exited %d: %s" % (p.returncode, p.stderr.strip()[-500:]))
     out = {}
     for line in p.stdout.splitlines():
         if line.startswith("{"):
@@ -67,13 +64,10 @@ def verdicts(samples, rtts):
 
 
 def main(argv):
-    ap = benchlib.arg_parser(__doc__.split("\n\n")[0])
+    ap = benchlib.arg_parser(__doc__.split("\n\n")[0], spin=True)
     ap.add_argument("--rtts", default="3,15,30", help="simulated round trips, microseconds")
     ap.add_argument("--iters", type=int, default=20000)
-    ap.add_argument("--spin", choices=["on", "off"], default="on",
-                    help="on: comex's polling defaults, as bench/run_eval.sh runs the evaluation; off: none")
-    ap.add_argument("--no-save", action="store_true")
-    a = ap.parse_args(argv)
+    a = benchlib.quick(ap.parse_args(argv), rtts="15", iters=300)
     rtts = [int(x) for x in a.rtts.split(",")]
     build = Path(a.build).resolve()
     bench, comex = build / "transport_bench", build / "comex"
@@ -90,18 +84,17 @@ def main(argv):
     sysenv.install_signal_handlers()
     try:
         with tempfile.TemporaryDirectory(prefix="comex-distance-") as tmp:
-            token = os.path.join(tmp, "token")
-            subprocess.run([str(comex), "token", token], check=True, capture_output=True)
+            token = benchlib.make_token(comex, tmp)
             ns = sysenv.NetNs(sysenv.NetNs.next_idx(), RATE_GBIT)
             ns.create()
             mn = sysenv.Memnode(str(comex), token, 64 << 20, tmp, netns=ns, name="distance-mn",
-                                env={} if a.spin == "on" else {"COMEX_IDLE_SPIN": "0"})
+                                env=benchlib.memnode_spin_env(a.spin), base_env=benchlib.clean_env())
             mn.start()
             doc["network"] = ns.describe()
             for run in range(a.runs):
                 order = [0] + rtts if run % 2 == 0 else rtts[::-1] + [0]
                 for x in order:
-                    r = ping_pong(str(bench), mn.addr, token, ns.bridge, x, a.iters, a.spin == "on")
+                    r = ping_pong(str(bench), mn.addr, token, ns.bridge, x, a.iters, a.spin)
                     samples[x].append(r)
                     print("run %d sim-rtt %3d us: read %7.1f us  write %7.1f us" % (
                         run, x, r["read"]["median_us"], r["write"]["median_us"]), flush=True)
@@ -115,8 +108,7 @@ def main(argv):
             print("%-5s sim-rtt %3d us: %7.1f us measured, %7.1f predicted (ratio %.3f, %s)" % (
                 op, x, v["median_us"], v["predicted_us"], v["ratio"],
                 "within 10 %" if v["within_10pct"] else "OUTSIDE 10 %"))
-    if not a.no_save:
-        benchlib.finish_doc(doc, times0, "distance")
+    benchlib.finish_doc(doc, times0, "distance", a)
     return 0
 
 

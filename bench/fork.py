@@ -12,9 +12,11 @@ parent's peak resident memory, the bytes read from the memnode during the
 BGSAVE (live counters before and after), the pages served to the child,
 and the dump's check: loaded by a plain redis-server it must give the same
 DEBUG DIGEST as the data had. Modes alternate within each repetition; medians
-of --runs. Writes bench/results/fork-<UTC>.json and prints a table.
+of --runs. Writes bench/results/fork-<UTC>.json (schema comex-bench-fork/2)
+and prints a table; exits 1 when a dump's digest differs.
+
+  python3 bench/fork.py [--build DIR] [--runs 3] [--size-mib 512] [--fraction 0.25] [--quick]
 """
-import argparse
 import json
 import os
 import shutil
@@ -26,8 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib  # noqa: E402
-from benchlib import cpu_times, finish_machine_info, git_revision, machine_info, summary  # noqa: E402
+from benchlib import summary  # noqa: E402
 
+SCHEMA = "comex-bench-fork/2"   # /1 had "version": 1 and "bench": "fork" where the schema now stands
 VALUE_BYTES = 1000  # per key; redis's own overhead adds about 100 bytes
 
 
@@ -133,18 +136,17 @@ def run_once(args, lazy, local_kib, keys, digest, work):
             "budget_overshoots": s["budget_overshoots"]}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--build", default="build")
+def main(argv):
+    ap = benchlib.arg_parser(__doc__.split("\n\n")[0])
     ap.add_argument("--size-mib", type=int, default=512, help="data loaded into redis (default 512)")
     ap.add_argument("--fraction", type=float, default=0.25, help="--local-mem as a fraction of the native peak")
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--out-dir", default=None, help="write the JSON here instead of bench/results")
-    args = ap.parse_args()
+    args = benchlib.quick(ap.parse_args(argv), size_mib=24)
     for tool in ("redis-server", "redis-cli"):
         if not shutil.which(tool):
-            sys.exit(f"{tool} is not installed (scripts/deps.sh installs redis)")
-    machine, times0 = machine_info(), cpu_times()
+            print(f"fork: {tool} is not installed (scripts/deps.sh installs redis)", file=sys.stderr)
+            return 77
+    args.build = str(Path(args.build).resolve())
+    doc, times0 = benchlib.start_doc(SCHEMA, size_mib=args.size_mib, fraction=args.fraction)
     keys = args.size_mib * 2**20 // (VALUE_BYTES + 100)
     work = tempfile.mkdtemp(prefix="comex-fork-bench.")
     try:
@@ -166,15 +168,9 @@ def main():
                                             for k in ("fork_ms", "bgsave_s", "resident_peak_mib", "bytes_read_mib",
                                                       "pages_child_served", "budget_overshoots")}
         by["lazy" if lazy else "eager"]["all_correct"] = all(x["correct"] for x in recs)
-    doc = {"version": 1, "bench": "fork", "timestamp": benchlib.utc_stamp(), "git": git_revision(),
-           "machine": finish_machine_info(machine, times0), "native_peak_kib": hwm_kib, "local_mem_kib": local_kib,
-           "keys": keys, "value_bytes": VALUE_BYTES, "runs": runs, "summary": by}
-    if args.out_dir:
-        Path(args.out_dir).mkdir(parents=True, exist_ok=True)
-        path = Path(args.out_dir) / f"fork-{doc['timestamp']}.json"
-        path.write_text(json.dumps(doc, indent=1) + "\n")
-    else:
-        path = benchlib.write_json(doc, "fork")
+    doc.update(native_peak_kib=hwm_kib, local_mem_kib=local_kib, keys=keys, value_bytes=VALUE_BYTES, runs=runs,
+               summary=by)
+    benchlib.finish_doc(doc, times0, "fork", args)
     print(f"\nredis {args.size_mib} MiB (native peak {hwm_kib // 1024} MiB), --local-mem {local_kib // 1024} MiB, "
           f"medians of {args.runs}:")
     print(f"{'mode':6} {'fork ms':>9} {'BGSAVE s':>9} {'parent peak MiB':>16} {'BGSAVE read MiB':>16} "
@@ -183,8 +179,10 @@ def main():
         print(f"{mode:6} {s['fork_ms']['median']:9.1f} {s['bgsave_s']['median']:9.2f} "
               f"{s['resident_peak_mib']['median']:16.1f} {s['bytes_read_mib']['median']:16.1f} "
               f"{s['pages_child_served']['median']:12.0f} {s['all_correct']}")
-    print(f"written {path}")
+    bad = [x for x in runs if not x["correct"]]
+    benchlib.check(not bad, f"{len(bad)} BGSAVE(s) gave a dump whose digest differs from the data's")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

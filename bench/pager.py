@@ -30,7 +30,7 @@ native run is a hard failure.
   python3 bench/pager.py [--build DIR] [--runs 3] [--size-mib 1024]
       [--patterns seq,rand,stride] [--levels fits,50,25] [--variants policy,spin]
       [--comex-flag=--prefetch=32 ...] [--out-dir DIR]
-  python3 bench/pager.py --quick          # smoke run, about a minute; writes to a temporary directory
+  python3 bench/pager.py --quick          # smoke run (~30 s): outputs checked, nothing kept
   python3 bench/pager.py --render-only    # just rewrite docs/PAGER-BENCH.md
 """
 
@@ -51,7 +51,7 @@ from pathlib import Path
 import benchlib
 import transport
 from harness import sysenv
-from benchlib import ROOT, SPREAD_LIMIT, cpu_times, finish_machine_info, git_revision, machine_info, pct, summary
+from benchlib import ROOT, SPREAD_LIMIT, pct, summary
 
 SCHEMA = "comex-bench-pager/2"
 NAME = "pager"
@@ -74,7 +74,7 @@ DEFAULT_SPIN = "50us"
 FLOOR_TARGET = 1.5                   # issue: median remote fault within 1.5x of the floor
 FLOOR_UFFD_ITERS = 20000
 FLOOR_SHM_ITERS, QUICK_FLOOR_SHM_ITERS = 40000, 5000
-FLOOR_CONFIG = "ucx-shm-validated-poll"   # bench/transport.py's row for the 4 KiB shm read
+FLOOR_CONFIG = "ucx-shm-poll"   # bench/transport.py's row for the 4 KiB shm read
 FLOOR_POLL_WAIT_S = 15               # default --poll-wait: another memnode may hold the polling core
 FLOOR_TIMEOUT_S = 300
 
@@ -132,7 +132,6 @@ VARIANT_CONFIGS = {
              Config("25% busy sched fifo", "25", hogs=1, group="busy", extra=("--sched=fifo",)),
              Config("25% sched fifo", "25", group="busy", extra=("--sched=fifo",))],
 }
-HOG = ["sh", "-c", "while :; do :; done"]  # a CPU-bound neighbour at normal priority
 NATIVE = Config("native")
 
 
@@ -184,9 +183,9 @@ def split_pattern(pattern):
 
 def workload_args(bench, pattern, w):
     base, threads = split_pattern(pattern)
-    return [bench, "--pattern", base, "--size-mib", str(w["size_mib"]), "--passes", str(w["passes"]),
-            "--write-pct", str(w["write_pct"]), "--seed", str(w["seed"]),
-            "--time-touches", "1", "--fault-ns", str(FAULT_NS), "--threads", str(threads)]
+    return benchlib.pager_bench_argv(None, base, w["size_mib"], w["passes"], w["write_pct"], w["seed"],
+                                     time_touches=True, extra=("--fault-ns", FAULT_NS, "--threads", threads),
+                                     binary=bench)
 
 
 def embedded_pool_mib(w):
@@ -222,20 +221,18 @@ def run_once(ctx, cfg, pattern, local_mem, tag):
         cmd = comex_cmd(ctx, cfg, local_mem, stats_path) + cmd
     if ctx["warm"]:  # the same for every configuration: what the run may touch fresh (program + pool)
         sysenv.warm_guest_memory(ctx["workload"]["size_mib"] + embedded_pool_mib(ctx["workload"]))
-    hogs = [subprocess.Popen(HOG) for _ in range(cfg.hogs)]
+    hogs = benchlib.start_hogs(cfg.hogs)   # CPU-bound neighbours at normal priority
     try:
         rc, wall, ru = run_measured(cmd, tmp / f"{tag}.out", tmp / f"{tag}.err", run_timeout(ctx["workload"]))
     finally:
-        for h in hogs:
-            h.terminate()
-            h.wait()
+        benchlib.stop_hogs(hogs)
     err_tail = (benchlib.read_text(tmp / f"{tag}.err") or "").strip()[-1500:]
     if rc:
         raise RuntimeError(f"exit status {rc}: {' '.join(cmd)}\n{err_tail}")
-    lines = [ln for ln in (benchlib.read_text(tmp / f"{tag}.out") or "").splitlines() if ln.startswith("{")]
-    if not lines:
+    res = benchlib.json_line(benchlib.read_text(tmp / f"{tag}.out"))
+    if not res:
         raise RuntimeError(f"no JSON line on stdout: {' '.join(cmd)}\n{err_tail}")
-    rec = parse_result(json.loads(lines[-1]))
+    rec = parse_result(res)
     rec.update(wall_s=round(wall, 4), cpu_s=round(ru.ru_utime + ru.ru_stime, 3), maxrss_kib=ru.ru_maxrss)
     if not cfg.native:
         try:
@@ -259,20 +256,22 @@ def run_uffd_floor(ctx):
 
 
 def run_shm_read(ctx):
-    """The 4 KiB read of bench/transport.py's ucx-shm-validated-poll row:
+    """The 4 KiB read of bench/transport.py's ucx-shm-poll row:
     transport_bench against a fresh polling `comex memnode --shm true`."""
     cfg = transport.config_by_name(FLOOR_CONFIG)
+    tctx = {"comex": ctx["comex"], "bench": ctx["transport_bench"], "token": ctx["token"], "tmp": ctx["tmp"],
+            "poll_wait_s": ctx["poll_wait_s"], "netns": None}
     mn = None
     try:
-        mn = transport.start_memnode(ctx["comex"], cfg, ctx["token"], ctx["tmp"], "floor-memnode", ctx["poll_wait_s"])
-        res = transport.run_bench(ctx["transport_bench"], cfg, PAGE, ctx["floor_shm_iters"], mn.port, ctx["token"])
+        mn = transport.start_memnode(tctx, cfg, "floor-memnode")
+        res = transport.run_bench(tctx, cfg, PAGE, ctx["floor_shm_iters"], mn)
         return dict(res["read"], memnode_polling_core=mn.polling_core)
     except (RuntimeError, subprocess.SubprocessError, OSError, KeyError, ValueError) as e:
         return {"error": f"{FLOOR_CONFIG} 4 KiB read: {e}"}
     finally:
         if mn:
             try:
-                mn.stop()
+                mn.terminate()
             except RuntimeError:
                 pass
 
@@ -460,7 +459,7 @@ def find(results, pattern, config):
     return next((r for r in results if r["pattern"] == pattern and r["config"] == config), None)
 
 
-def warnings_for(results, errors, machine, quick, floor):
+def warnings_for(results, errors, quick, floor):
     w = []
     for r in results:
         for k in ("total_s", "access_s"):
@@ -470,7 +469,6 @@ def warnings_for(results, errors, machine, quick, floor):
         if r["config"] == "fits" and r["counters"]["pages_evicted"]:
             w.append(f"{r['pattern']} fits: {r['counters']['pages_evicted']} pages were evicted; "
                      f"the 'fits' budget did not hold everything")
-    w += benchlib.busy_warnings(machine)
     if floor["floor_us"] is None:
         w.append("the floor could not be measured (see errors); no fault latency is compared with it")
     elif floor["shm_read"]["memnode_polled"] != "all":
@@ -987,7 +985,8 @@ def parse_args(argv):
                          "users cannot hold the polling-core claim (as bench/transport.py --private-shm)")
     ap.add_argument("--out-dir", help="write the JSON and the page there instead of bench/results and docs/")
     ap.add_argument("--quick", action="store_true",
-                    help="smoke run: 16 MiB, one pass, one run; JSON and page go to a temporary directory")
+                    help="smoke run: 16 MiB, one pass, one run, --poll-wait 0; JSON and page are made in a "
+                         "temporary directory and removed (kept with --out-dir)")
     ap.add_argument("--no-warm", action="store_true",
                     help="no warm-up of guest memory before each run (harness/sysenv.py warm_guest_memory)")
     ap.add_argument("--render-only", action="store_true", help="only regenerate docs/PAGER-BENCH.md")
@@ -997,6 +996,8 @@ def parse_args(argv):
     args.variants = csv_choice(args.variants, VARIANTS, "--variants")
     if not args.patterns:
         sys.exit("pager.py: --patterns is empty")
+    if args.quick:
+        args.poll_wait = 0   # the floor's memnode takes the polling core as it finds it
     bad = [f for f in args.comex_flag if not f.startswith("--")]
     if bad:
         sys.exit(f"pager.py: --comex-flag takes comex options like --comex-flag=--prefetch=32 (not {' '.join(bad)})")
@@ -1022,11 +1023,12 @@ def render_only():
     return 0
 
 
-def output_paths(args, stamp):
-    """(JSON path, page path) for this run."""
+def output_paths(args, stamp, scratch):
+    """(JSON path, page path) for this run: in --out-dir, or for --quick in
+    SCRATCH (removed afterwards: a smoke run leaves bench/results and docs/
+    alone), else bench/results and docs/PAGER-BENCH.md."""
     if args.out_dir or args.quick:
-        out = Path(args.out_dir or tempfile.mkdtemp(prefix="comex-pager-quick-"))
-        out.mkdir(parents=True, exist_ok=True)
+        out = Path(args.out_dir or scratch)
         return out / f"{NAME}-{stamp}.json", out / "PAGER-BENCH.md"
     return benchlib.RESULTS_DIR / f"{NAME}-{stamp}.json", DOCS_PATH
 
@@ -1044,9 +1046,8 @@ def main(argv):
     runs = args.runs or base["runs"]
     configs = configs_for(args.levels, args.variants)
     started = time.monotonic()
-    machine = machine_info()
-    times0 = cpu_times()
-    git = git_revision()  # now: others may commit while the run goes on
+    doc, times0 = benchlib.start_doc(SCHEMA)   # its git revision now: others may commit while the run goes on
+    sysenv.install_signal_handlers()
     tmp = tempfile.mkdtemp(prefix="comex-pager-bench-")
     ctx = {"comex": bins["comex"], "bench": bins["pager_bench"], "uffd_floor": bins["uffd_floor"],
            "transport_bench": bins["transport_bench"], "tmp": tmp, "workload": w, "patterns": args.patterns,
@@ -1059,16 +1060,12 @@ def main(argv):
         calibrate(ctx)
         measure_all(ctx, runs)
     finally:
+        sysenv.UNDO.run_all()
         if not os.environ.get("PAGER_BENCH_KEEP_TMP"):
             subprocess.run(["rm", "-rf", tmp])
-    finish_machine_info(machine, times0)
     floor = floor_summary(ctx["floor"])
     results = aggregate(ctx["samples"], args.patterns, configs, floor["floor_us"])
-    doc = {
-        "schema": SCHEMA,
-        "timestamp": benchlib.utc_stamp(),
-        "machine": machine,
-        "git": git,
+    doc.update({
         "options": dict(w, runs=runs, quick=args.quick, patterns=args.patterns, levels=args.levels,
                         variants=args.variants, comex_flags=args.comex_flag, stride=STRIDE, fault_ns=FAULT_NS,
                         footprint_kib=ctx["footprint_kib"], native_checksum=ctx["checksum"],
@@ -1086,13 +1083,13 @@ def main(argv):
         "floor_runs": ctx["floor"],
         "results": results,
         "errors": ctx["errors"],
-    }
-    doc["warnings"] = warnings_for(results, ctx["errors"], machine, args.quick, floor)
-    json_path, page_path = output_paths(args, doc["timestamp"])
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps(doc, indent=1) + "\n")
-    render_docs(doc, json_path, page_path)
-    print(f"wrote {json_path} and {page_path} in {doc['options']['duration_s']} s")
+    })
+    with tempfile.TemporaryDirectory(prefix="comex-pager-quick-") as scratch:
+        json_path, page_path = output_paths(args, doc["timestamp"], scratch)
+        benchlib.finish_doc(doc, times0, NAME, path=json_path,
+                            warnings=warnings_for(results, ctx["errors"], args.quick, floor))
+        render_docs(doc, json_path, page_path)
+        print(f"wrote {page_path} in {doc['options']['duration_s']} s")
     print_summary(doc)
     for x in doc["warnings"]:
         print(f"warning: {x}", file=sys.stderr)

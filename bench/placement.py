@@ -26,7 +26,7 @@ runs), fresh memnodes every time. Per run it records
 Every program's checksum must equal its native run's (a hard failure
 otherwise). Results are medians over the runs with min/max, in
 
-  bench/results/placement-<UTC>.json   (schema comex-bench-placement/1)
+  bench/results/placement-<UTC>.json   (schema comex-bench-placement/2)
   docs/PLACEMENT.md                    (the section between the bench markers)
   docs/img/bench-placement.png         (per-memnode fill and imbalance per policy)
 
@@ -34,11 +34,10 @@ Needs root (network namespaces, tc). Times are noisy on a shared machine;
 the imbalance figures are not (they depend on where pages went, not on speed).
 
   python3 bench/placement.py [--build build] [--runs 3] [--rate 25] [--policies hash,p2c,weighted]
-  python3 bench/placement.py --quick          # one small run, results in a temporary directory
+  python3 bench/placement.py --quick          # one small run, outputs checked, nothing written
   python3 bench/placement.py --render-only    # rewrite the doc section and plot from the newest JSON
 """
 
-import argparse
 import json
 import os
 import re
@@ -53,11 +52,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib  # noqa: E402
-from benchlib import ROOT, cpu_times, finish_machine_info, git_revision, machine_info, summary  # noqa: E402
+from benchlib import ROOT, summary  # noqa: E402
 from harness import sysenv  # noqa: E402
 from harness.sysenv import UNDO, NetNs, kill_tree, log, read  # noqa: E402
 
-SCHEMA = "comex-bench-placement/1"
+SCHEMA = "comex-bench-placement/2"   # /2: options.spin; comex's own busy-polling by default (/1: none)
 NAME = "placement"
 DOC_PATH = ROOT / "docs" / "PLACEMENT.md"
 PLOT_PATH = ROOT / "docs" / "img" / "bench-placement.png"
@@ -76,37 +75,27 @@ PASSES = 2
 WRITE_PCT = 10
 LOCAL_FRACTION = 4          # local-mem = size / 4 + the runtime's write buffers
 WBUF_PAGES = 256            # comex default, per memnode, counts against local-mem
-RUN_NO_SPIN = ["--handler-spin", "0", "--client-spin", "0"]   # as bench/harness (docs/DECISIONS.md D71)
 RUN_TIMEOUT_S = 900
 MIB = 1 << 20
 
 
 # ------------------------------------------------------------------ memnodes
 
-class Memnode(sysenv.Memnode):
-    """`comex memnode` in network namespace ns (idle-spin 0), with a metrics endpoint."""
-
-    def __init__(self, comex, token, pool_mib, ns, logdir):
-        super().__init__(comex, token, pool_mib * MIB, logdir, netns=ns, name="mn-%s" % ns.name,
-                         env={"COMEX_IDLE_SPIN": "0"}, extra=["--metrics-listen", "%s:0" % ns.ns_ip])
-
-    def start(self, timeout=60):
-        return super().start(timeout)
-
-    def counters(self):
-        """The memnode's Prometheus counters we report (name -> value)."""
-        txt = urllib.request.urlopen(self.metrics, timeout=10).read().decode()
-        out = {}
-        for key in ("chunk_grants_total", "nacks_total", "requests_total"):
-            m = re.search(r"^comex_memnode_%s\{[^}]*\} (\S+)$" % key, txt, re.M)
-            out[key] = float(m.group(1)) if m else None
-        return out
+def memnode(ctx, pool_mib, ns):
+    """`comex memnode` in network namespace ns, with a metrics endpoint."""
+    return sysenv.Memnode(ctx["comex"], ctx["token"], pool_mib * MIB, ctx["tmp"], netns=ns, name="mn-%s" % ns.name,
+                          base_env=benchlib.clean_env(), env=benchlib.memnode_spin_env(ctx["spin"]),
+                          extra=["--metrics-listen", "%s:0" % ns.ns_ip])
 
 
-def client_env(bridge):
-    e = {k: v for k, v in os.environ.items() if not k.startswith(("COMEX_", "UCX_")) and k != "LD_PRELOAD"}
-    e.update(UCX_TLS="tcp", UCX_NET_DEVICES=bridge)
-    return e
+def counters(mn):
+    """The memnode's Prometheus counters we report (name -> value)."""
+    txt = urllib.request.urlopen(mn.metrics, timeout=10).read().decode()
+    out = {}
+    for key in ("chunk_grants_total", "nacks_total", "requests_total"):
+        m = re.search(r"^comex_memnode_%s\{[^}]*\} (\S+)$" % key, txt, re.M)
+        out[key] = float(m.group(1)) if m else None
+    return out
 
 
 # ------------------------------------------------------------------ one run
@@ -146,21 +135,19 @@ class Sampler(threading.Thread):
 def program_argv(ctx, prog, i, policy, addrs, stats):
     size, pattern = prog
     local = (size * MIB // LOCAL_FRACTION + len(addrs) * WBUF_PAGES * 4096) >> 10
-    return ([ctx["comex"], "run"] + RUN_NO_SPIN +
+    return ([ctx["comex"], "run"] + benchlib.run_spin_flags(ctx["spin"]) +
             ["--local-mem", "%dK" % local, "--token-file", ctx["token"], "--memnode", ",".join(addrs),
-             "--placement", policy, "--stats-json", stats, "--"] +
-            [ctx["bench"]] + bench_args(prog, i))
+             "--placement", policy, "--stats-json", stats, "--"] + bench_argv(ctx, prog, i))
 
 
-def bench_args(prog, i):
+def bench_argv(ctx, prog, i):
     size, pattern = prog
-    return ["--pattern", pattern, "--size-mib", str(size), "--passes", str(PASSES), "--write-pct", str(WRITE_PCT),
-            "--seed", str(i + 1)]
+    return benchlib.pager_bench_argv(ctx["build"], pattern, size, PASSES, WRITE_PCT, seed=i + 1)
 
 
 def run_once(ctx, policy, run):
     tmp = ctx["tmp"]
-    mns = [Memnode(ctx["comex"], ctx["token"], pool, ns, tmp) for pool, ns in zip(ctx["pools"], ctx["netns"])]
+    mns = [memnode(ctx, pool, ns) for pool, ns in zip(ctx["pools"], ctx["netns"])]
     rec = {"policy": policy, "run": run}
     try:
         for m in mns:
@@ -201,7 +188,7 @@ def run_once(ctx, policy, run):
         rec["programs"] = progs
         rec["peak"] = sampler.best
         rec["samples"], rec["sample_errors"] = sampler.n, sampler.errors
-        rec["memnode_counters"] = [m.counters() for m in mns]
+        rec["memnode_counters"] = [counters(m) for m in mns]
         rec.update(balance(ctx["pools"], sampler.best))
     finally:
         for m in mns:
@@ -278,12 +265,8 @@ def aggregate(samples, policies, pools):
 # ------------------------------------------------------------------ report
 
 def plot(doc, path):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        log("matplotlib missing (scripts/deps.sh installs python3-matplotlib): no plot")
+    plt = benchlib.pyplot("placement")
+    if plt is None:
         return None
     pools = doc["options"]["pools_mib"]
     res = doc["results"]
@@ -340,11 +323,14 @@ def section(doc, json_path, plot_path):
              "`comex run` with a quarter of their memory local: %s (bench/pager_bench, %d passes, %d %% writes). "
              "Medians of %d runs per policy (min-max in brackets), fresh memnodes for every run; the load is "
              "the `comex status` sample with the most memory in use. Machine: %s, %s cores, kernel %s; "
-             "load average %s at the start (the machine was shared: times are noisy, the imbalance figures are not)." %
+             "load average %s at the start (the machine was shared: times are noisy, the imbalance figures are not). "
+             "Busy-polling: %s." %
              (len(o["pools_mib"]), ", ".join(map(str, o["pools_mib"])), sum(o["pools_mib"]), o["rate_gbit"],
               len(o["programs"]), ", ".join("%d MiB %s" % (s, p) for s, p in o["programs"]), o["passes"],
               o["write_pct"], o["runs"], m.get("cpu_model"), m.get("cores"), m.get("kernel"),
-              " ".join(m.get("loadavg_start") or [])),
+              " ".join(m.get("loadavg_start") or []),
+              "comex's defaults" if o.get("spin") == "on" else "none (`--spin off`: idle-spin, handler-spin and "
+              "client-spin 0)"),
              "",
              "| policy | total time (s) | imbalance: used max/mean | fill max/mean | fullest memnode | memnodes used "
              "| chunk ALLOCs | NACKs | remote faults |",
@@ -383,30 +369,32 @@ def render(doc, json_path, doc_path, plot_path):
 # ------------------------------------------------------------------ main
 
 def parse_args(argv):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--runs", type=int, default=3, help="runs per policy (>= 3 for medians that mean something)")
+    ap = benchlib.arg_parser(__doc__.split("\n\n")[0], spin=True)
     ap.add_argument("--rate", type=int, default=25, help="Gbit/s of each memnode's link (tbf)")
     ap.add_argument("--policies", default=",".join(POLICIES))
     ap.add_argument("--sample-s", type=float, default=0.3, help="period of the comex status samples")
-    ap.add_argument("--quick", action="store_true", help="small pools and programs, one run, temporary output")
-    ap.add_argument("--out-dir", help="write the JSON, page and plot there")
     ap.add_argument("--render-only", action="store_true")
-    a = ap.parse_args(argv)
+    a = benchlib.quick(ap.parse_args(argv))
     a.policies = [p for p in a.policies.split(",") if p]
     bad = [p for p in a.policies if p not in POLICIES]
     if bad:
         ap.error("unknown policies %s (known: %s)" % (bad, ", ".join(POLICIES)))
-    if a.quick:
-        a.runs = 1
     return a
+
+
+def page_paths(out_dir):
+    """(page, plot) in OUT_DIR, or docs/PLACEMENT.md and its plot."""
+    if not out_dir:
+        return DOC_PATH, PLOT_PATH
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    return Path(out_dir) / "PLACEMENT.md", Path(out_dir) / "bench-placement.png"
 
 
 def native_checksums(ctx):
     sums = []
     for i, prog in enumerate(ctx["programs"]):
-        p = subprocess.run([ctx["bench"]] + bench_args(prog, i), capture_output=True, text=True, check=True)
-        sums.append(json.loads(p.stdout.strip().splitlines()[-1])["checksum"])
+        p = subprocess.run(bench_argv(ctx, prog, i), capture_output=True, text=True, check=True)
+        sums.append(benchlib.json_line(p.stdout)["checksum"])
     return sums
 
 
@@ -416,13 +404,14 @@ def main(argv):
         f = benchlib.newest_json(NAME)
         if not f:
             sys.exit("placement.py: no bench/results/%s-*.json yet" % NAME)
-        render(json.loads(f.read_text()), f, DOC_PATH, PLOT_PATH)
+        render(json.loads(f.read_text()), f, *page_paths(a.out_dir))
         return 0
     why = NetNs.precondition()
     if why:
-        sys.exit("placement.py: %s" % why)
+        print("placement.py: %s" % why, file=sys.stderr)
+        return 77
     build = Path(a.build).resolve()
-    ctx = {"comex": str(build / "comex"), "bench": str(build / "pager_bench"),
+    ctx = {"comex": str(build / "comex"), "bench": str(build / "pager_bench"), "build": build, "spin": a.spin,
            "pools": QUICK_POOLS_MIB if a.quick else POOLS_MIB,
            "programs": QUICK_PROGRAMS if a.quick else PROGRAMS, "sample_s": a.sample_s, "errors": []}
     for k in ("comex", "bench"):
@@ -430,19 +419,18 @@ def main(argv):
             sys.exit("placement.py: %s is not built" % ctx[k])
     sysenv.install_signal_handlers()
     started = time.monotonic()
-    machine, times0, git = machine_info(), cpu_times(), git_revision()
+    doc, times0 = benchlib.start_doc(SCHEMA)
     ctx["tmp"] = tempfile.mkdtemp(prefix="comex-placement-")
     samples = []
     try:
-        ctx["token"] = os.path.join(ctx["tmp"], "token")
-        subprocess.run([ctx["comex"], "token", ctx["token"]], check=True, stdout=subprocess.DEVNULL)
+        ctx["token"] = benchlib.make_token(ctx["comex"], ctx["tmp"])
         ctx["checksums"] = native_checksums(ctx)
         ctx["netns"] = []
         for i in range(len(ctx["pools"])):
             ns = NetNs(i, a.rate)
             ns.create()
             ctx["netns"].append(ns)
-        ctx["env"] = client_env(ctx["netns"][0].bridge)
+        ctx["env"] = benchlib.clean_env("tcp", UCX_NET_DEVICES=ctx["netns"][0].bridge)
         for run in range(a.runs):
             order = a.policies if run % 2 == 0 else list(reversed(a.policies))
             for pol in order:
@@ -455,29 +443,27 @@ def main(argv):
     finally:
         UNDO.run_all()
         subprocess.run(["rm", "-rf", ctx["tmp"]])
-    finish_machine_info(machine, times0)
-    doc = {"schema": SCHEMA, "timestamp": benchlib.utc_stamp(), "machine": machine, "git": git,
-           "options": {"runs": a.runs, "quick": a.quick, "rate_gbit": a.rate, "policies": a.policies,
-                       "pools_mib": ctx["pools"], "programs": ctx["programs"], "passes": PASSES,
-                       "write_pct": WRITE_PCT, "local_mem": "size/%d + %d pages per memnode of write buffer" %
-                       (LOCAL_FRACTION, WBUF_PAGES), "sample_s": a.sample_s, "native_checksums": ctx["checksums"],
-                       "run_flags": RUN_NO_SPIN, "memnode_env": {"COMEX_IDLE_SPIN": "0"},
-                       "duration_s": round(time.monotonic() - started, 1)},
-           "network": network, "runs": samples, "results": aggregate(samples, a.policies, ctx["pools"]),
-           "errors": ctx["errors"]}
-    doc["warnings"] = benchlib.busy_warnings(machine) + [
+    doc.update({"options": {"runs": a.runs, "quick": a.quick, "rate_gbit": a.rate, "policies": a.policies,
+                            "pools_mib": ctx["pools"], "programs": ctx["programs"], "passes": PASSES,
+                            "write_pct": WRITE_PCT, "local_mem": "size/%d + %d pages per memnode of write buffer" %
+                            (LOCAL_FRACTION, WBUF_PAGES), "sample_s": a.sample_s,
+                            "native_checksums": ctx["checksums"], "spin": a.spin,
+                            "run_flags": benchlib.run_spin_flags(a.spin),
+                            "memnode_env": benchlib.memnode_spin_env(a.spin),
+                            "duration_s": round(time.monotonic() - started, 1)},
+                "network": network, "runs": samples, "results": aggregate(samples, a.policies, ctx["pools"]),
+                "errors": ctx["errors"]})
+    results = doc["results"]
+    json_path = benchlib.finish_doc(doc, times0, NAME, a, warnings=[
         "%s: total time spread %.0f %% across runs" % (r["policy"], 100 * r["total_s"]["spread"])
-        for r in doc["results"] if r["total_s"]["spread"] > benchlib.SPREAD_LIMIT]
-    if a.out_dir or a.quick:
-        out = Path(a.out_dir or tempfile.mkdtemp(prefix="comex-placement-quick-"))
-        out.mkdir(parents=True, exist_ok=True)
-        json_path, doc_path, plot_path = out / ("%s-%s.json" % (NAME, doc["timestamp"])), out / "PLACEMENT.md", \
-            out / "bench-placement.png"
-        json_path.write_text(json.dumps(doc, indent=1) + "\n")
+        for r in results if r["total_s"]["spread"] > benchlib.SPREAD_LIMIT])
+    if json_path is None:            # --quick, --no-save: the page is made, not written
+        doc_path = None
+        section(doc, "(not saved)", None)
     else:
-        json_path, doc_path, plot_path = benchlib.write_json(doc, NAME), DOC_PATH, PLOT_PATH
-    render(doc, json_path, doc_path, plot_path)
-    print("wrote %s, %s" % (json_path, doc_path))
+        doc_path, plot_path = page_paths(a.out_dir)
+        render(doc, json_path, doc_path, plot_path)
+    print("wrote %s, %s" % (json_path, doc_path) if json_path else "placement: nothing written")
     for r in doc["results"]:
         print("  %-8s total %6.1f s  imbalance %.2f  fill max/mean %.2f  fullest %.0f %%  NACKs %g" %
               (r["policy"], r["total_s"]["median"], r["imbalance"]["median"], r["fill_imbalance"]["median"],

@@ -20,12 +20,13 @@ Writes bench/results/reservations-<UTC>.json (schema comex-bench-reservations/1)
 import json
 import re
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import benchlib
-from benchlib import clean_env, summary
+from benchlib import check, clean_env, summary
 
 SCHEMA = "comex-bench-reservations/1"
 STATS = ("outside_anon_peak_bytes", "budget_unkept_ms", "bytes_mapped_outside", "pages_evicted", "remote_reads",
@@ -46,21 +47,20 @@ def run(build, argv, config, local_mib, tmp):
     t = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True, env=clean_env())
     wall = time.monotonic() - t
-    if p.returncode:
-        raise SystemExit(f"{config}: exit {p.returncode}:\n{p.stderr[-2000:]}")
+    check(p.returncode == 0, f"{config}: exit {p.returncode}:\n{p.stderr[-2000:]}")
     s = json.loads(stats.read_text()) if stats.exists() else {}
     return {"time_s": round(wall, 4), "checksum": p.stdout.split()[-1], "own_peak_kib": own_kib(p.stderr),
             "warned_unkept": "was not kept" in p.stderr, "warned_outside": "finds no room" in p.stderr,
             **{k: s.get(k, 0) for k in STATS}}
 
 
-def main():
+def main(argv):
     ap = benchlib.arg_parser(__doc__.split("\n")[0])
     ap.add_argument("--reserve-gib", type=int, default=256)
     ap.add_argument("--touch-mib", type=int, default=512)
     ap.add_argument("--pieces", default="64,4", help="piece sizes to run, KiB")
     ap.add_argument("--local-mem-mib", type=int, default=128)
-    a = ap.parse_args()
+    a = benchlib.quick(ap.parse_args(argv), reserve_gib=16, touch_mib=16, pieces="64", local_mem_mib=8)
     build = Path(a.build).resolve()
     configs = ["native", "comex", "region-64G"]
     doc, times0 = benchlib.start_doc(SCHEMA, params=dict(vars(a)) | {"build": str(build)}, results=[])
@@ -77,8 +77,7 @@ def main():
                           flush=True)
             want = runs["native"][0]["checksum"]
             bad = [(c, r["checksum"]) for c in configs for r in runs[c] if r["checksum"] != want]
-            if bad:
-                raise SystemExit(f"checksums differ from the native {want}: {bad}")
+            check(not bad, f"checksums differ from the native {want}: {bad}")
             keys = ("time_s", "own_peak_kib", "outside_anon_peak_bytes", "budget_unkept_ms")
             med = {c: {k: summary([r[k] for r in runs[c]]) for k in keys} for c in configs}
             doc["results"].append({
@@ -87,7 +86,7 @@ def main():
                                          for c in configs},
                 "own_peak_to_local_mem": {c: round(med[c]["own_peak_kib"]["median"] / (a.local_mem_mib * 1024), 3)
                                           for c in configs}})
-    benchlib.finish_doc(doc, times0, "reservations")
+    benchlib.finish_doc(doc, times0, "reservations", a)
     print(f"| pieces | config | time s (x native) | own peak MiB (x local-mem {a.local_mem_mib}M) | outside MiB | "
           "not kept ms |")
     for r in doc["results"]:
@@ -97,7 +96,8 @@ def main():
                   f"({r['time_ratio_to_native'][c]:.2f}x) | {m['own_peak_kib']['median'] / 1024:.0f} "
                   f"({r['own_peak_to_local_mem'][c]:.2f}x) | {m['outside_anon_peak_bytes']['median'] / 2**20:.0f} | "
                   f"{m['budget_unkept_ms']['median']:.0f} |")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

@@ -13,8 +13,9 @@ set -euo pipefail
 build=$(realpath "${1:-build}")
 cd "$(dirname "$0")/.."
 h="python3 -m bench.harness"
-# comex with its own defaults (polling: spin on); EVAL_SPIN=off measures it without any busy-polling
-common=(--build "$build" --no-report --timeout-factor 25 --min-timeout 30 --spin "${EVAL_SPIN:-on}")
+# comex with its own defaults (busy-polling as `comex run` does it: the harness's default, --spin on);
+# EVAL_SPIN=off measures it without any busy-polling
+common=(--build "$build" --no-report --timeout-factor 25 --min-timeout 30 ${EVAL_SPIN:+--spin "$EVAL_SPIN"})
 size=512
 sweep_wl=${EVAL_SWEEP_WORKLOADS:-seq,rand,mt,sort}
 runs=${EVAL_RUNS:-3}

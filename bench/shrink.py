@@ -21,7 +21,6 @@ comex-bench-shrink/1) with per-run records and medians.
 """
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -30,47 +29,14 @@ import time
 from pathlib import Path
 
 import benchlib
-from benchlib import clean_env, finish_machine_info, start_memnode, summary
+from benchlib import check, clean_env, summary
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import sysenv  # noqa: E402
 
 SCHEMA = "comex-bench-shrink/1"
-RESERVE_MIB = 512
 POLL_S = 0.05
-
-
-class Cgroup:
-    """A memory cgroup (v2 when the root delegates memory, else v1) with a
-    limit, removed (its processes killed) on close."""
-
-    def __init__(self, name, limit_mib):
-        v2 = Path("/sys/fs/cgroup/cgroup.controllers")
-        if v2.exists() and "memory" in v2.read_text().split():
-            self.path, limit = Path("/sys/fs/cgroup") / name, "memory.max"
-        else:
-            self.path, limit = Path("/sys/fs/cgroup/memory") / name, "memory.limit_in_bytes"
-        self.path.mkdir()
-        (self.path / limit).write_text(str(limit_mib << 20))
-        self.limit_mib = limit_mib
-        self.usage_file = self.path / ("memory.current" if limit == "memory.max" else "memory.usage_in_bytes")
-
-    def wrap(self, cmd):
-        """cmd, run inside this cgroup (joined before exec)."""
-        return ["sh", "-c", 'echo $$ >"$0/cgroup.procs" && shift && exec "$@"', str(self.path), "x", *cmd]
-
-    def usage_mib(self):
-        return int(self.usage_file.read_text()) >> 20
-
-    def close(self):
-        for _ in range(50):
-            pids = (self.path / "cgroup.procs").read_text().split()
-            if not pids:
-                break
-            for p in pids:
-                try:
-                    os.kill(int(p), 9)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.1)
-        self.path.rmdir()
+HEADROOM_MIB = 1024   # memnode a's cgroup: its pool, the reserve and this much more
 
 
 def wait_for(pred, limit_s, what):
@@ -93,16 +59,21 @@ def pool_mib(comex, token, port):
 
 
 def one_run(a, comex, gate_prog, tmp, token, r, native_out):
-    cg = Cgroup(f"comex-shrink-bench-{os.getpid()}-{r}", a.pool_mib + RESERVE_MIB + 1024)
-    procs = []
+    limit_mib = a.pool_mib + a.reserve_mib + a.headroom_mib
+    cg = sysenv.Cgroup(limit_mib << 20, swap=True, name=f"shrink-{r}")
+    procs, mns = [], []
     try:
         # started inside the cgroup, so that its pool is charged there and what
         # it gives back shows in the cgroup's usage, which it reads
-        mn_a, port_a = start_memnode(comex, tmp, f"a{r}", token, a.pool_mib, wrap=cg.wrap,
-                                     extra=("--host-reserve", f"{RESERVE_MIB}M", "--hugepages", "false"))[:2]
-        procs.append(mn_a)
-        mn_b, port_b = start_memnode(comex, tmp, f"b{r}", token, a.program_mib + 256)[:2]
-        procs.append(mn_b)
+        mn_a = sysenv.Memnode(comex, token, a.pool_mib << 20, tmp, name=f"a{r}", wrap=cg.wrap,
+                              base_env=clean_env(),
+                              extra=("--host-reserve", f"{a.reserve_mib}M", "--hugepages", "false"))
+        mns.append(mn_a)
+        mn_a.start()
+        mn_b = sysenv.Memnode(comex, token, (a.program_mib + 256) << 20, tmp, name=f"b{r}", base_env=clean_env())
+        mns.append(mn_b)
+        mn_b.start()
+        port_a, port_b = mn_a.port, mn_b.port
         conf, gate = tmp / f"run{r}.conf", tmp / f"gate{r}"
         conf.write_text(f"memnode = 127.0.0.1:{port_a}\n")
         err = tmp / f"prog{r}.err"
@@ -121,7 +92,7 @@ def one_run(a, comex, gate_prog, tmp, token, r, native_out):
         pool0 = pool_mib(comex, token, port_a)
         # the host must end up deficit-mib short of the reserve: what the
         # cgroup still allows now, less the reserve, plus the deficit
-        hog_mib = cg.limit_mib - cg.usage_mib() - RESERVE_MIB + a.deficit_mib
+        hog_mib = limit_mib - (cg.usage() >> 20) - a.reserve_mib + a.deficit_mib
         ready, stop = tmp / f"hog{r}.ready", tmp / f"hog{r}.stop"
         t0 = time.monotonic()  # the host starts running short as the hog fills
         hog = subprocess.Popen(cg.wrap([sys.executable, "-c",
@@ -149,9 +120,8 @@ def one_run(a, comex, gate_prog, tmp, token, r, native_out):
         t_back = time.monotonic() - t0
         gate.write_text("")
         rc = prog.wait()
-        if rc or (benchlib.read_text(out) or "") != native_out:
-            raise RuntimeError(f"run {r}: exit {rc} or output differs from the native run: "
-                               f"{(benchlib.read_text(err) or '')[-1500:]}")
+        check(rc == 0 and (benchlib.read_text(out) or "") == native_out,
+              f"run {r}: exit {rc} or output differs from the native run: {(benchlib.read_text(err) or '')[-1500:]}")
         s = json.loads(stats.read_text())
         rec = {"hog_mib": hog_mib, "hog_ready_s": round(t_ready, 3), "pool_before_mib": pool0, "pool_after_mib": pool1,
                "first_shrink_s": round(t_shrink, 3), "deficit_given_s": round(t_given, 3),
@@ -166,7 +136,9 @@ def one_run(a, comex, gate_prog, tmp, token, r, native_out):
             if p.poll() is None:
                 p.kill()
             p.wait()
-        cg.close()
+        for m in reversed(mns):
+            m.close()
+        cg.remove()
 
 
 def main(argv):
@@ -175,33 +147,39 @@ def main(argv):
     ap.add_argument("--program-mib", type=int, default=480)
     ap.add_argument("--local-mib", type=int, default=64)
     ap.add_argument("--deficit-mib", type=int, default=256)
-    ap.add_argument("--no-save", action="store_true")
-    a = ap.parse_args(argv)
-    if os.geteuid():
-        sys.exit("bench/shrink.py: creating a memory cgroup needs root")
+    ap.add_argument("--reserve-mib", type=int, default=512, help="memnode a's --host-reserve")
+    ap.add_argument("--headroom-mib", type=int, default=HEADROOM_MIB)
+    a = benchlib.quick(ap.parse_args(argv), pool_mib=64, program_mib=48, local_mib=16, deficit_mib=32,
+                       reserve_mib=64, headroom_mib=128)
+    why = sysenv.cgroup_precondition()
+    if why:
+        print(f"bench/shrink.py: {why}", file=sys.stderr)
+        return 77
     build = Path(a.build).resolve()
     comex, gate_prog = str(build / "comex"), str(build / "progs" / "prog_gate")
-    setup = {"pool_mib": a.pool_mib, "host_reserve_mib": RESERVE_MIB, "program_mib": a.program_mib,
+    setup = {"pool_mib": a.pool_mib, "host_reserve_mib": a.reserve_mib, "program_mib": a.program_mib,
              "local_mib": a.local_mib, "deficit_mib": a.deficit_mib, "runs": a.runs,
              "memnodes": "a in its own memory cgroup (--host-reserve), b outside; loopback TCP",
              "program": "prog_gate MiB GATE idle (fills, then waits; checked at the end)"}
     doc, times0 = benchlib.start_doc(SCHEMA, setup=setup, runs=[])
-    with tempfile.TemporaryDirectory(prefix="comex-shrink-") as td:
-        tmp = Path(td)
-        token = tmp / "token"
-        subprocess.run([comex, "token", str(token)], check=True, stdout=subprocess.DEVNULL, env=clean_env())
-        native = subprocess.run([gate_prog, str(a.program_mib), "/"], capture_output=True, text=True, check=True)
-        for r in range(a.runs):
-            doc["runs"].append(one_run(a, comex, gate_prog, tmp, token, r, native.stdout))
-    finish_machine_info(doc["machine"], times0)
+    sysenv.install_signal_handlers()
+    try:
+        with tempfile.TemporaryDirectory(prefix="comex-shrink-") as td:
+            tmp = Path(td)
+            token = benchlib.make_token(comex, tmp)
+            native = subprocess.run([gate_prog, str(a.program_mib), "/"], capture_output=True, text=True, check=True)
+            for r in range(a.runs):
+                doc["runs"].append(one_run(a, comex, gate_prog, tmp, token, r, native.stdout))
+    finally:
+        sysenv.UNDO.run_all()
     doc["summary"] = {k: summary([x[k] for x in doc["runs"]], 3)
                       for k in ("hog_ready_s", "first_shrink_s", "deficit_given_s", "grown_back_s", "pages_moved_logged",
                                 "moved_mib_per_s")}
     for k, v in doc["summary"].items():
         print(f"{k}: median {v['median']} (min {v['min']}, max {v['max']})")
-    if not a.no_save:
-        print(benchlib.write_json(doc, "shrink"))
+    benchlib.finish_doc(doc, times0, "shrink", a)
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))

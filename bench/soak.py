@@ -32,7 +32,6 @@ a page although no event came before the previous one was repaired.
   python3 bench/soak.py [--build DIR] [--duration 1800] [--baseline 300] [--configs r2] [--seed 1] [--quick]
 """
 
-import argparse
 import json
 import random
 import re
@@ -45,7 +44,10 @@ import time
 from pathlib import Path
 
 import benchlib
-from benchlib import ROOT, cpu_times, finish_machine_info, git_revision, machine_info, summary, utc_stamp
+from benchlib import ROOT, summary
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import sysenv  # noqa: E402
 
 SCHEMA = "comex-bench-soak/2"
 NODES = ("a", "b", "c", "d")
@@ -69,49 +71,46 @@ class Memnodes:
     """The memnodes, each disturbed (KINDS) and brought back."""
 
     def __init__(self, comex, tmp, token, pool_mib):
-        self.args = (comex, tmp, token, pool_mib)
-        self.procs, self.ports = {}, {}
-        for n in NODES:
-            self.procs[n], self.ports[n] = self._start(n, 0)
-
-    def _start(self, name, port):
-        comex, tmp, token, pool_mib = self.args
-        # idle-spin 0: four polling memnodes would take the shared machine's cores;
+        # idle-spin 0: four polling memnodes would take the shared machine's cores (only
+        # failures are injected and counted here, no latency is compared);
         # drain-timeout 30 s: a restart is bounded even if a client cannot answer
-        return benchlib.start_memnode(comex, tmp, name, token, pool_mib, port,
-                                      extra=("--idle-spin=0", "--drain-timeout=30s"))[:2]
+        self.nodes = {n: sysenv.Memnode(comex, token, pool_mib << 20, tmp, name=n, base_env=benchlib.clean_env(),
+                                        extra=("--idle-spin=0", "--drain-timeout=30s")) for n in NODES}
+        for m in self.nodes.values():
+            m.start()
 
     def addresses(self):
-        return ",".join(f"127.0.0.1:{self.ports[n]}" for n in NODES)
+        return ",".join(self.nodes[n].addr for n in NODES)
 
     def disturb(self, name, kind):
-        p = self.procs[name]
+        m = self.nodes[name]
         if kind == "starve":
-            starve(p.pid, True)
+            starve(m.p.pid, True)
             return
-        p.send_signal({"kill": signal.SIGKILL, "stop": signal.SIGSTOP, "restart": signal.SIGTERM}[kind])
+        m.signal({"kill": signal.SIGKILL, "stop": signal.SIGSTOP, "restart": signal.SIGTERM}[kind])
         if kind == "kill":
-            p.wait()
+            m.p.wait()
 
     def recover(self, name, kind):
         """True once name is back in service (call again until then)."""
-        p = self.procs[name]
+        m = self.nodes[name]
         if kind == "starve":
-            starve(p.pid, False)
+            starve(m.p.pid, False)
             return True
         if kind == "stop":
-            p.send_signal(signal.SIGCONT)
+            m.signal(signal.SIGCONT)
             return True
-        if p.poll() is None:  # a restart still draining
+        if m.alive():  # a restart still draining
             return False
-        self.procs[name], _ = self._start(name, self.ports[name])
+        m.close()
+        m.start()      # on its port
         return True
 
     def stop(self):
-        for p in self.procs.values():
-            p.send_signal(signal.SIGCONT)
-            p.kill()
-            p.wait()
+        for m in self.nodes.values():
+            if m.alive():
+                m.signal(signal.SIGCONT)
+            m.close()
 
 
 def starve(pid, on):
@@ -288,13 +287,8 @@ def failures(cfg, ph):
 
 
 def plot(doc, path):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print(f"soak: no plot: {sys.executable} has no matplotlib (Debian's /usr/bin/python3 has it: "
-              "python3-matplotlib); `/usr/bin/python3 bench/soak.py --render JSON` draws it later", file=sys.stderr)
+    plt = benchlib.pyplot("soak (`/usr/bin/python3 bench/soak.py --render JSON` draws it later)")
+    if plt is None:
         return None
     cfgs = list(doc["configs"].items())
     fig, axes = plt.subplots(len(cfgs), 1, figsize=(11, 3.2 * len(cfgs)), squeeze=False)
@@ -377,8 +371,7 @@ def markdown(doc, json_name, img):
 
 
 def parse_args(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--build", default="build")
+    ap = benchlib.arg_parser(__doc__.split("\n\n")[0], runs=1)
     ap.add_argument("--duration", type=float, default=1800, help="seconds of the failure phase (default 1800)")
     ap.add_argument("--baseline", type=float, default=300, help="seconds of the no-failure phase (default 300)")
     ap.add_argument("--configs", default="r2")
@@ -396,14 +389,11 @@ def parse_args(argv):
     ap.add_argument("--repair-wait", type=float, default=60.0,
                     help="replicas 2: wait at most this long for the previous event's re-replication")
     ap.add_argument("--window", type=int, default=20, help="seconds after an event its dip is measured over")
-    ap.add_argument("--quick", action="store_true", help="about a minute at 32 MiB (smoke test)")
-    ap.add_argument("--no-save", action="store_true", help="write neither the JSON nor docs/SOAK.md")
     ap.add_argument("--doc", default=str(ROOT / "docs" / "SOAK.md"))
     ap.add_argument("--render", metavar="JSON", help="run nothing: write the plot and --doc from a saved result")
     a = ap.parse_args(argv)
-    if a.quick:
-        a.duration, a.baseline, a.size_mib, a.passes = 40, 10, 32, 2
-        a.interval_min, a.interval_max, a.pause, a.op_timeout, a.stop, a.window = 4, 8, 1, 2, 3, 3
+    benchlib.quick(a, duration=16, baseline=4, size_mib=32, passes=2, interval_min=3, interval_max=5, pause=1,
+                   op_timeout=2, stop=3, window=2)
     a.kinds = a.kinds.split(",")
     for c in a.configs.split(","):
         if c not in CONFIGS:
@@ -422,50 +412,48 @@ def main(argv):
         Path(a.doc).write_text(markdown(json.loads(path.read_text()), path.name, plot(json.loads(path.read_text()), PLOT)))
         return 0
     comex = str(a.build / "comex")
-    times0, machine, started = cpu_times(), machine_info(), time.monotonic()
-    wl = [str(a.build / "pager_bench"), "--pattern", a.pattern, "--size-mib", str(a.size_mib),
-          "--passes", str(a.passes), "--write-pct", str(a.write_pct), "--seed", "1", "--progress", "1"]
-    doc = {"schema": SCHEMA, "timestamp": utc_stamp(), "git": git_revision(), "machine": machine,
-           "memnodes": f"{len(NODES)} `comex memnode` on 127.0.0.1 (TCP), pool = size + 64 MiB each, idle-spin 0",
-           "configs": {}}
-    with tempfile.TemporaryDirectory(prefix="comex-soak-") as td:
-        tmp = Path(td)
-        token = tmp / "token"
-        (tmp / "backup").mkdir()
-        subprocess.run([comex, "token", str(token)], check=True, stdout=subprocess.DEVNULL, env=benchlib.clean_env())
-        rc, native_s, peak_kib, ref = benchlib.run_logged(wl, tmp, "native")
-        if rc or not ref:
-            raise RuntimeError(f"native run failed: {benchlib.read_text(tmp / 'native.err')}")
-        lm = f"{peak_kib // 4}K"
-        a.guard = max(300.0, 40 * native_s)  # an iteration this long is taken as hung and killed
-        doc["workload"] = {"program": "pager_bench", "pattern": a.pattern, "size_mib": a.size_mib,
-                           "passes": a.passes, "write_pct": a.write_pct, "native_wall_s": round(native_s, 3),
-                           "native_peak_kib": peak_kib, "local_mem": lm, "checksum": ref["checksum"],
-                           "duration_s": a.duration, "baseline_s": a.baseline, "seed": a.seed, "kinds": a.kinds,
-                           "interval_min_s": a.interval_min, "interval_max_s": a.interval_max, "pause_s": a.pause,
-                           "stop_s": a.stop, "op_timeout_s": a.op_timeout, "repair_wait_s": a.repair_wait,
-                           "quick": a.quick}
-        nodes = Memnodes(comex, tmp, token, a.size_mib + 64)
-        try:
-            for cfg in a.configs.split(","):
-                base = phase(a, nodes, tmp, cfg, "baseline", a.baseline, None, wl, lm, token, ref["checksum"])
-                fail = phase(a, nodes, tmp, cfg, "failures", a.duration, random.Random(a.seed), wl, lm, token,
-                             ref["checksum"])
-                doc["configs"][cfg] = {"options": CONFIGS[cfg], "baseline": base, "failures": fail,
-                                       "analysis": analyse(cfg, base, fail, a.window),
-                                       "problems": [f"{p['phase']}: {x}" for p in (base, fail)
-                                                    for x in failures(cfg, p)]}
-        finally:
-            nodes.stop()
-    finish_machine_info(machine, times0)
+    started = time.monotonic()
+    wl = benchlib.pager_bench_argv(a.build, a.pattern, a.size_mib, a.passes, a.write_pct, progress=True)
+    doc, times0 = benchlib.start_doc(
+        SCHEMA, memnodes=f"{len(NODES)} `comex memnode` on 127.0.0.1 (TCP), pool = size + 64 MiB each, idle-spin 0",
+        configs={})
+    sysenv.install_signal_handlers()
+    try:
+        with tempfile.TemporaryDirectory(prefix="comex-soak-") as td:
+            tmp = Path(td)
+            token = benchlib.make_token(comex, tmp)
+            (tmp / "backup").mkdir()
+            rc, native_s, peak_kib, ref = benchlib.run_logged(wl, tmp, "native")
+            benchlib.check(rc == 0 and ref, f"native run failed: {benchlib.read_text(tmp / 'native.err')}")
+            lm = f"{peak_kib // 4}K"
+            a.guard = max(300.0, 40 * native_s)  # an iteration this long is taken as hung and killed
+            doc["workload"] = {"program": "pager_bench", "pattern": a.pattern, "size_mib": a.size_mib,
+                               "passes": a.passes, "write_pct": a.write_pct, "native_wall_s": round(native_s, 3),
+                               "native_peak_kib": peak_kib, "local_mem": lm, "checksum": ref["checksum"],
+                               "duration_s": a.duration, "baseline_s": a.baseline, "seed": a.seed, "kinds": a.kinds,
+                               "interval_min_s": a.interval_min, "interval_max_s": a.interval_max,
+                               "pause_s": a.pause, "stop_s": a.stop, "op_timeout_s": a.op_timeout,
+                               "repair_wait_s": a.repair_wait, "quick": a.quick}
+            nodes = Memnodes(comex, tmp, token, a.size_mib + 64)
+            try:
+                for cfg in a.configs.split(","):
+                    base = phase(a, nodes, tmp, cfg, "baseline", a.baseline, None, wl, lm, token, ref["checksum"])
+                    fail = phase(a, nodes, tmp, cfg, "failures", a.duration, random.Random(a.seed), wl, lm, token,
+                                 ref["checksum"])
+                    doc["configs"][cfg] = {"options": CONFIGS[cfg], "baseline": base, "failures": fail,
+                                           "analysis": analyse(cfg, base, fail, a.window),
+                                           "problems": [f"{p['phase']}: {x}" for p in (base, fail)
+                                                        for x in failures(cfg, p)]}
+            finally:
+                nodes.stop()
+    finally:
+        sysenv.UNDO.run_all()
     doc["duration_s"] = round(time.monotonic() - started, 1)
-    doc["warnings"] = benchlib.busy_warnings(machine)
     bad = any(c["problems"] for c in doc["configs"].values())
-    if not a.no_save:
-        path = benchlib.write_json(doc, "soak")
+    path = benchlib.finish_doc(doc, times0, "soak", a)
+    if path and not a.out_dir:   # docs/SOAK.md and its plot come from bench/results only
         img = plot(doc, PLOT)
         Path(a.doc).write_text(markdown(doc, path.name, img))
-        print(path)
     for cfg, c in doc["configs"].items():
         an = c["analysis"]
         print(f"{cfg}: {len(c['failures']['events'])} events {an['events_by_kind']}, "

@@ -23,7 +23,6 @@ each is the interpreter's.
   python3 bench/swap_latency.py [--build build] [--runs 3] [--size-mib 512] [--fraction 25]
 writes bench/results/swap-latency-<UTC>.json."""
 
-import json
 import mmap
 import os
 import random
@@ -56,15 +55,14 @@ def device_for(name, build, size, workdir):
 
 
 def pager_bench(build, size_mib, cg):
-    argv = [os.path.join(build, "pager_bench"), "--pattern", "rand", "--size-mib", str(size_mib), "--passes", "2",
-            "--write-pct", "20", "--seed", "1", "--time-touches", "1"]
+    argv = benchlib.pager_bench_argv(build, "rand", size_mib, passes=2, write_pct=20, time_touches=True)
     if cg:
-        argv = sysenv.ENTER_CGROUP + [cg.f("cgroup.procs")] + argv
+        argv = cg.wrap(argv)
     t0 = time.monotonic()
-    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=1800)
-    if p.returncode:
-        raise RuntimeError("pager_bench failed (%d): %s" % (p.returncode, p.stderr[-300:]))
-    j = json.loads([l for l in p.stdout.splitlines() if l.startswith("{")][-1])
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=1800,
+                       env=benchlib.clean_env())
+    j = benchlib.json_line(p.stdout)
+    benchlib.check(p.returncode == 0 and j, "pager_bench failed (%d): %s" % (p.returncode, p.stderr[-300:]))
     j["wall_s"] = time.monotonic() - t0
     return j
 
@@ -117,17 +115,20 @@ def one(name, dev, build, size_mib, limit):
     return r
 
 
-def main():
+def main(argv):
     ap = benchlib.arg_parser(__doc__.splitlines()[0])
     ap.add_argument("--size-mib", type=int, default=512)
     ap.add_argument("--fraction", type=int, default=25)
     ap.add_argument("--devices", default=",".join(DEVICES))
-    a = ap.parse_args()
+    a = benchlib.quick(ap.parse_args(argv), size_mib=32, fraction=50, devices="swap-disk,comex-swap")
     build = os.path.abspath(a.build)
     names = a.devices.split(",")
     others = sysenv.active_swaps()
-    if others:
-        sys.exit("another swap device is active (%s): each device must be the only swap" % ", ".join(others))
+    why = sysenv.cgroup_precondition() or (
+        "another swap device is active (%s): each device must be the only swap" % ", ".join(others) if others else None)
+    if why:
+        print("swap_latency: %s" % why, file=sys.stderr)
+        return 77
     sysenv.install_signal_handlers()
     workdir = "/var/tmp/comex-swap-latency"
     os.makedirs(workdir, exist_ok=True)
@@ -144,7 +145,8 @@ def main():
             devs[n] = device_for(n, build, swap_bytes, workdir)
             why = devs[n].precondition()
             if why:
-                sys.exit("%s: %s" % (n, why))
+                print("swap_latency: %s: %s" % (n, why), file=sys.stderr)
+                return 77
             devs[n].create()
         for rep in range(a.runs):
             order = names if rep % 2 == 0 else list(reversed(names))
@@ -162,8 +164,11 @@ def main():
         if uring_param and sysenv.read(URING_PARAM) != uring_param:
             sysenv.write(URING_PARAM, uring_param)
     doc["summary"] = summarize(doc)
-    benchlib.finish_doc(doc, times0, "swap-latency")
+    benchlib.finish_doc(doc, times0, "swap-latency", a)
     print_table(doc)
+    bad = [n for n, v in doc["summary"].items() if not v["verified"]]
+    benchlib.check(not bad, "checksums differ from the run without a limit: %s" % ", ".join(bad))
+    return 0
 
 
 def med(vals):
@@ -199,4 +204,4 @@ def print_table(doc):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

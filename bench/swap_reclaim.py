@@ -20,7 +20,6 @@ program's output correct, none killed.
 writes bench/results/swap-reclaim-<UTC>.json."""
 
 import glob
-import json
 import os
 import subprocess
 import sys
@@ -46,12 +45,11 @@ while True:
 
 
 def pager_bench(build, mib, seed):
-    return [os.path.join(build, "pager_bench"), "--pattern", "rand", "--size-mib", str(mib), "--passes", "2",
-            "--write-pct", "20", "--seed", str(seed)]
+    return benchlib.pager_bench_argv(build, "rand", mib, passes=2, write_pct=20, seed=seed)
 
 
 def checksum(out):
-    return json.loads([l for l in out.splitlines() if l.startswith("{")][-1])["checksum"]
+    return (benchlib.json_line(out) or {}).get("checksum")
 
 
 class DWatch(threading.Thread):
@@ -85,7 +83,7 @@ class DWatch(threading.Thread):
             self.samples += 1
 
 
-def main():
+def main(argv):
     ap = benchlib.arg_parser(__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, default=10)
     ap.add_argument("--programs", type=int, default=3)
@@ -95,38 +93,53 @@ def main():
     ap.add_argument("--max-d-s", type=float, default=60)
     ap.add_argument("--memnode", default=None)
     ap.add_argument("--token-file", default=None)
-    a = ap.parse_args()
+    ap.add_argument("--cgroup-mib", type=int, default=0,
+                    help="instead of the balloon (global reclaim): the programs in one memory cgroup of this "
+                         "limit (--quick: 32)")
+    a = benchlib.quick(ap.parse_args(argv), minutes=0.15, programs=2, program_mib=32, size="256M", cgroup_mib=32)
     build = os.path.abspath(a.build)
     comex = os.path.join(build, "comex")
-    if sysenv.active_swaps():
-        sys.exit("another swap device is active (%s)" % ", ".join(sysenv.active_swaps()))
+    why = sysenv.ComexSwap(comex, 0).precondition() or (
+        "another swap device is active (%s)" % ", ".join(sysenv.active_swaps()) if sysenv.active_swaps() else None)
+    if why:
+        print("swap_reclaim: %s" % why, file=sys.stderr)
+        return 77
     sysenv.install_signal_handlers()
     doc, times0 = benchlib.start_doc("comex-bench-swap-reclaim/1", minutes=a.minutes, programs=a.programs,
                                      program_mib=a.program_mib, free_mib=a.free_mib, size=a.size,
-                                     memnode=a.memnode or "embedded", runs=[])
+                                     memnode=a.memnode or "embedded", cgroup_mib=a.cgroup_mib, runs=[])
     refs = {}
     for i in range(a.programs):
         refs[i] = checksum(subprocess.run(pager_bench(build, a.program_mib, i + 1), capture_output=True, text=True,
                                           check=True).stdout)
+        benchlib.check(refs[i] is not None, "pager_bench printed no checksum before the pressure")
     swapdir = "/var/tmp/comex-swap-reclaim"
     dev = sysenv.ComexSwap(comex, a.size, swapdir)
     if a.memnode:
         dev.extra = ["--memnode", a.memnode, "--token-file", a.token_file, "--single-copy"]
     dev.create()
-    balloon = None
+    balloon = cg = None
+    wrap = lambda argv: argv  # noqa: E731
     watch = DWatch()
     try:
         dev.enable()
         doc["device"] = dev.dev
-        avail = sysenv.meminfo_kib("MemAvailable") >> 10
-        bmib = avail - a.free_mib
-        doc["balloon_mib"] = bmib
-        doc["mem_available_mib_before_balloon"] = avail
-        balloon = subprocess.Popen([sys.executable, "-c", BALLOON, str(bmib)], stdout=subprocess.PIPE, text=True)
-        if balloon.stdout.readline().strip() != "locked":
-            raise RuntimeError("the balloon did not lock %d MiB" % bmib)
-        print("[%s] %s up, balloon of %d MiB locked, %d MiB left; %d x %d MiB programs for %.0f min" % (
-            time.strftime("%H:%M:%S"), dev.dev, bmib, a.free_mib, a.programs, a.program_mib, a.minutes), flush=True)
+        if a.cgroup_mib:
+            cg = sysenv.Cgroup(a.cgroup_mib << 20, swap=True, name="reclaim")
+            wrap = cg.wrap
+            print("[%s] %s up; %d x %d MiB programs in a %d MiB cgroup for %.1f min" % (
+                time.strftime("%H:%M:%S"), dev.dev, a.programs, a.program_mib, a.cgroup_mib, a.minutes), flush=True)
+        else:
+            avail = sysenv.meminfo_kib("MemAvailable") >> 10
+            bmib = avail - a.free_mib
+            doc["balloon_mib"] = bmib
+            doc["mem_available_mib_before_balloon"] = avail
+            balloon = subprocess.Popen([sys.executable, "-c", BALLOON, str(bmib)], stdout=subprocess.PIPE, text=True)
+            if balloon.stdout.readline().strip() != "locked":
+                raise RuntimeError("the balloon did not lock %d MiB" % bmib)
+            print("[%s] %s up, balloon of %d MiB locked, %d MiB left; %d x %d MiB programs for %.0f min" % (
+                time.strftime("%H:%M:%S"), dev.dev, bmib, a.free_mib, a.programs, a.program_mib, a.minutes),
+                flush=True)
         watch.start()
         vm0 = sysenv.vmstat()
         end = time.monotonic() + a.minutes * 60
@@ -135,7 +148,7 @@ def main():
             now = time.monotonic()
             for i in range(a.programs):
                 if i not in procs and now < end:
-                    procs[i] = (subprocess.Popen(pager_bench(build, a.program_mib, i + 1), stdout=subprocess.PIPE,
+                    procs[i] = (subprocess.Popen(wrap(pager_bench(build, a.program_mib, i + 1)), stdout=subprocess.PIPE,
                                                  stderr=subprocess.PIPE, text=True), now)
             if not procs:
                 break
@@ -161,18 +174,20 @@ def main():
         if balloon:
             balloon.kill()
             balloon.wait()
+        if cg:
+            cg.remove()
         dev.destroy()
         sysenv.UNDO.run_all()
     doc["longest_d"] = watch.longest
     doc["d_samples"] = watch.samples
     bad = [r for r in doc["runs"] if not r["ok"]]
-    doc["pass"] = not bad and watch.longest["s"] < a.max_d_s and bool(doc["runs"])
-    benchlib.finish_doc(doc, times0, "swap-reclaim")
+    doc["pass"] = not bad and watch.longest["s"] < a.max_d_s and bool(doc["runs"]) and doc["vmstat"]["pswpout"] > 0
+    benchlib.finish_doc(doc, times0, "swap-reclaim", a)
     print("%s: %d program runs (%d failed), longest D state %.1f s (%s), %d pages swapped out, %d in" % (
         "PASS" if doc["pass"] else "FAIL", len(doc["runs"]), len(bad), watch.longest["s"], watch.longest["comm"],
         doc["vmstat"]["pswpout"], doc["vmstat"]["pswpin"]))
-    sys.exit(0 if doc["pass"] else 1)
+    return 0 if doc["pass"] else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

@@ -14,7 +14,8 @@ the median of the per-run medians with min/max across runs, and a warning
 when that spread exceeds 10 %.
 
   python3 bench/transport.py [--build DIR] [--runs 3] [--iters 4096=N,...]
-  python3 bench/transport.py --quick          # smoke run, seconds
+  python3 bench/transport.py --quick          # smoke run, seconds: --poll-wait 0, outputs checked, nothing
+                                              # written (--out-dir keeps the JSON)
   python3 bench/transport.py --render-only    # just rewrite docs/TRANSPORT.md
 """
 
@@ -24,7 +25,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -33,8 +33,7 @@ import time
 from pathlib import Path
 
 import benchlib
-from benchlib import (ROOT, SPREAD_LIMIT, clean_env, cpu_times, finish_machine_info, git_revision, machine_info,
-                      pct, read_text, spread)
+from benchlib import ROOT, SPREAD_LIMIT, clean_env, pct, spread
 from harness import sysenv
 
 SCHEMA = "comex-bench-transport/2"
@@ -127,52 +126,20 @@ def ucx_env(cfg, netns, side):
     return env
 
 
-class Memnode:
-    """A `comex memnode` process for one configuration and run, logging to
-    tmp/NAME.log; on the veth path inside the network namespace."""
-
-    def __init__(self, comex, cfg, token, tmp, name, netns):
-        self.comex, self.cfg, self.token, self.tmp, self.name, self.netns = comex, cfg, token, tmp, name, netns
-        self.log_path = Path(tmp) / f"{name}.log"
-        self.proc, self.port, self.polling_core, self.host = None, None, None, "127.0.0.1"
-
-    def start(self):
-        wrap = None
-        if self.cfg.path == "veth":
-            self.host = self.netns.ns_ip
-            wrap = lambda cmd: ["ip", "netns", "exec", self.netns.name] + cmd  # noqa: E731
-        self.proc, self.port, self.polling_core, _ = benchlib.start_memnode(
-            self.comex, self.tmp, self.name, self.token, POOL_MIB, extra=memnode_extra(self.cfg), wrap=wrap,
-            host=self.host, env=ucx_env(self.cfg, self.netns, "memnode"), timeout=MEMNODE_START_TIMEOUT_S)
-
-    def stop(self):
-        """SIGTERM and wait; the memnode must exit with status 0."""
-        if not self.proc or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else 0
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise RuntimeError("memnode ignored SIGTERM for 30 s; killed")
-
-    def log_tail(self, lines=20):
-        return (read_text(self.log_path) or "").splitlines()[-lines:]
-
-
 def start_memnode(ctx, cfg, name):
-    """Starts a memnode. A polling one that found the polling core claimed by
-    another memnode on this host (it then sleeps instead) is restarted every
-    few seconds for up to --poll-wait; after that it is used as it is and the
-    run is flagged."""
+    """Starts a memnode (on the veth path inside the network namespace). A
+    polling one that found the polling core claimed by another memnode on
+    this host (it then sleeps instead) is restarted every few seconds for up
+    to --poll-wait; after that it is used as it is and the run is flagged."""
     deadline = time.monotonic() + ctx["poll_wait_s"]
     while True:
-        mn = Memnode(ctx["comex"], cfg, ctx["token"], ctx["tmp"], name, ctx["netns"])
-        mn.start()
+        mn = sysenv.Memnode(ctx["comex"], ctx["token"], POOL_MIB << 20, ctx["tmp"], name=name,
+                            netns=ctx["netns"] if cfg.path == "veth" else None, extra=memnode_extra(cfg),
+                            base_env=ucx_env(cfg, ctx["netns"], "memnode"))
+        mn.start(MEMNODE_START_TIMEOUT_S)
         if not cfg.poll or mn.polling_core is not None or time.monotonic() >= deadline:
             return mn
-        mn.stop()
+        mn.terminate()
         time.sleep(POLL_RETRY_S)
 
 
@@ -200,11 +167,7 @@ def run_bench(ctx, cfg, size, iters, mn):
 
 # ------------------------------------------------------------------ one run
 
-def make_token(comex, tmp):
-    path = Path(tmp) / "token"
-    subprocess.run([comex, "token", str(path)], check=True, capture_output=True)
-    os.chmod(path, 0o600)
-    return str(path)
+make_token = benchlib.make_token
 
 
 def measure_config(ctx, cfg, run):
@@ -237,7 +200,7 @@ def stop_checked(ctx, cfg, run, mn):
     if not mn:
         return
     try:
-        rc = mn.stop()
+        rc = mn.terminate()
     except RuntimeError as e:
         rc = str(e)
     if rc:
@@ -350,7 +313,7 @@ def acceptance(rat):
             "all_pass": bool(valid) and all(r["pass"] for r in valid)}
 
 
-def warnings_for(results, polling, errors, machine, quick):
+def warnings_for(results, polling, errors, quick):
     w = []
     for r in results:
         for field, label in (("spread", "median latency"), ("mbps_spread", "bandwidth")):
@@ -361,16 +324,11 @@ def warnings_for(results, polling, errors, machine, quick):
         if cfg.poll and cfg.kind == "comex" and None in polling.get(cfg.name, []):
             w.append(f"{cfg.name}: in some runs the memnode found its polling core claimed by another "
                      f"memnode on this host and slept instead; those numbers are not polling numbers")
-    w += benchlib.busy_warnings(machine)
     return w + benchlib.closing_warnings(errors, "measurement(s)",
                                          quick and "too few iterations for meaningful numbers")
 
 
 # ------------------------------------------------------------------ output
-
-def write_json(doc):
-    return benchlib.write_json(doc, "transport")
-
 
 def newest_json():
     return benchlib.newest_json("transport")
@@ -580,13 +538,10 @@ def parse_iters(text):
 
 
 def parse_args(argv):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--build", default="build", help="build directory holding comex and transport_bench")
-    ap.add_argument("--runs", type=int, default=3, help="runs per configuration (>= 3 for real numbers)")
+    ap = benchlib.arg_parser(__doc__.split("\n\n")[0])
     ap.add_argument("--iters", type=parse_iters, default=None,
                     help="timed ops per run as SIZE=N,... (default "
                          + ",".join(f"{k}={v}" for k, v in DEFAULT_ITERS.items()) + ")")
-    ap.add_argument("--quick", action="store_true", help="smoke run: few iterations")
     ap.add_argument("--poll-wait", type=float, default=POLL_WAIT_S, metavar="SECONDS",
                     help="how long a polling memnode may wait for the polling core to be free")
     ap.add_argument("--private-shm", action="store_true",
@@ -595,7 +550,9 @@ def parse_args(argv):
     ap.add_argument("--render-only", action="store_true", help="only regenerate docs/TRANSPORT.md")
     ap.add_argument("--paths", default="lo,veth",
                     help="lo (loopback) and/or veth (the memnode in a network namespace; root, iproute2)")
-    return ap.parse_args(argv)
+    # --quick: a polling memnode takes the polling core as it finds it (another
+    # engineer's memnode may hold it for as long as it runs)
+    return benchlib.quick(ap.parse_args(argv), poll_wait=0)
 
 
 def binaries(build):
@@ -643,8 +600,8 @@ def main(argv):
             netns = sysenv.NetNs(sysenv.NetNs.next_idx(), NET_GBIT)
     configs = [c for c in CONFIGS if c.path in paths]
     started = time.monotonic()
-    machine = machine_info()
-    times0 = cpu_times()
+    doc, times0 = benchlib.start_doc(SCHEMA)
+    sysenv.install_signal_handlers()
     tmp = tempfile.mkdtemp(prefix="comex-bench-")
     ctx = {"comex": comex, "bench": bench, "tmp": tmp, "token": make_token(comex, tmp),
            "iters": iters, "samples": {}, "errors": [], "polling": {},
@@ -656,14 +613,9 @@ def main(argv):
     finally:
         sysenv.UNDO.run_all()
         shutil.rmtree(tmp, ignore_errors=True)
-    finish_machine_info(machine, times0)
     results = aggregate(ctx["samples"])
     rat = ratios(results)
-    doc = {
-        "schema": SCHEMA,
-        "timestamp": benchlib.utc_stamp(),
-        "machine": machine,
-        "git": git_revision(),
+    doc.update({
         "options": {"runs": args.runs, "iters": {str(k): v for k, v in iters.items()}, "quick": args.quick,
                     "warmup_ops": 100, "client_cpu": CLIENT_CPU, "pool": f"{POOL_MIB}M", "poll_wait_s": args.poll_wait,
                     "under_writes": UNDER_WRITES, "net_gbit": NET_GBIT, "paths": sorted(paths),
@@ -677,11 +629,12 @@ def main(argv):
         "ratios": rat,
         "acceptance": acceptance(rat),
         "errors": ctx["errors"],
-    }
-    doc["warnings"] = warnings_for(results, ctx["polling"], ctx["errors"], machine, args.quick)
-    path = write_json(doc)
-    render_docs(json.loads(newest_json().read_text()), newest_json())
-    print(f"wrote {path} and {DOCS_PATH} in {doc['options']['duration_s']} s")
+    })
+    path = benchlib.finish_doc(doc, times0, "transport", args,
+                               warnings=warnings_for(results, ctx["polling"], ctx["errors"], args.quick))
+    if path and not args.out_dir:
+        render_docs(json.loads(newest_json().read_text()), newest_json())
+        print(f"wrote {DOCS_PATH} in {doc['options']['duration_s']} s")
     for w in doc["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
     return 1 if ctx["errors"] else 0

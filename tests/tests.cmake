@@ -54,3 +54,18 @@ foreach(script ${E2E_SCRIPTS})
   get_filename_component(name ${script} NAME_WE)
   set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT "COMEX_PROGS=${CMAKE_BINARY_DIR}/progs")
 endforeach()
+
+# Every bench/*.py script (benchlib.py, the library, aside) in its --quick
+# form: tiny sizes, one run, outputs checked, nothing written to bench/results
+# or docs/ (tests/bench_quick.sh); a few seconds to half a minute each. The
+# ones that set up swap devices share the machine's swap with
+# e2e_bench_smoke: one at a time.
+file(GLOB BENCH_SCRIPTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/bench/*.py)
+list(FILTER BENCH_SCRIPTS EXCLUDE REGEX "/benchlib\\.py$")
+foreach(script ${BENCH_SCRIPTS})
+  get_filename_component(name ${script} NAME_WE)
+  add_test(NAME bench_quick_${name} COMMAND bash ${CMAKE_SOURCE_DIR}/tests/bench_quick.sh ${name})
+  set_tests_properties(bench_quick_${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 200 LABELS bench
+    ENVIRONMENT "COMEX_BUILD=${CMAKE_BINARY_DIR};COMEX_SRC=${CMAKE_SOURCE_DIR}")
+endforeach()
+set_tests_properties(bench_quick_swap_latency bench_quick_swap_reclaim e2e_bench_smoke PROPERTIES RESOURCE_LOCK swap)

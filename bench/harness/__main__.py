@@ -68,7 +68,9 @@ def parse(argv):
     p.add_argument("--fault-fractions", type=ints, default=[50, 25, 10])
     p.add_argument("--sens-workloads", type=csv, default=["rand", "python"])
     p.add_argument("--sens-fraction", type=int, default=25)
-    p.add_argument("--params", type=csv, default=["T", "P", "B"], help="sensitivity parameters (T,P,B)")
+    p.add_argument("--params", type=csv, default=["T", "P", "B"],
+                   help="sensitivity parameters (default T,P,B; also S: sched, W: write-fill)")
+    p.add_argument("--sens-neighbour", default="none", help="sensitivity: the runs beside this --neighbours kind")
     p.add_argument("--ks", type=ints, default=[1, 2, 4], help="multitask: programs at once")
     p.add_argument("--mt-workloads", type=csv, default=["rand"])
     p.add_argument("--mt-modes", type=csv, default=["local", "swap-disk", "zram", "comex"])
@@ -96,9 +98,10 @@ def parse(argv):
                    help="busy: %s (none: no neighbour; stress-1: stress-ng --cpu 1; stress: stress-ng --cpu <cores>; stress-nice: the same "
                         "under nice -n 19)" % ",".join(sysenv.NEIGHBOURS))
     p.add_argument("--busy-fraction", type=int, default=25)
-    p.add_argument("--spin", choices=["off", "on"], default="off",
-                   help="comex's busy-polling: off (default: idle-spin, handler-spin, client-spin 0; docs/DECISIONS.md "
-                        "D71) or on (comex's own defaults)")
+    p.add_argument("--spin", choices=["on", "off"], default="on",
+                   help="comex's busy-polling: on (default: comex's own defaults, what `comex run` and `comex "
+                        "memnode` do unless told otherwise) or off (idle-spin, handler-spin, client-spin 0; "
+                        "docs/DECISIONS.md D71)")
     p.add_argument("--timeout", type=float, default=900, help="hard limit of one run (s)")
     p.add_argument("--timeout-factor", type=float, default=40,
                    help="a run slower than this many times its local run is stopped (and smaller fractions skipped)")
@@ -138,7 +141,9 @@ def parse(argv):
             p.error("unknown mode %s (known: %s)" % (m, ", ".join(ALL_MODES)))
     for x in a.params:
         if x not in experiments.SENS:
-            p.error("unknown parameter %s (T, P, B)" % x)
+            p.error("unknown parameter %s (%s)" % (x, ", ".join(experiments.SENS)))
+    if a.sens_neighbour not in sysenv.NEIGHBOURS:
+        p.error("unknown neighbour %s (known: %s)" % (a.sens_neighbour, ", ".join(sysenv.NEIGHBOURS)))
     return a
 
 

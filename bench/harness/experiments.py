@@ -5,7 +5,8 @@
   tiers       zram, comex-swap and comex-swap+zswap with zswap's pool capped at 1 % of RAM (issue 22 item 5)
   distance    the sweep with comex-rtt3/15/30 (simulated round trips) beside comex-shm, swap-disk, zram
   faults      comex's fault breakdown per workload at 50/25/10 % (seed 000 Fig. 14)
-  sensitivity comex at 25 % with T, P and B varied one at a time (seed 000 Figs 10-12)
+  sensitivity comex at 25 % with T, P and B varied one at a time (seed 000 Figs 10-12); S (sched)
+              and W (write-fill) when named, optionally beside a --sens-neighbour
   multitask   k = 1, 2, 4 programs at once, each in its own cgroup at 25 %, sharing two memnodes
               or the swap device (seed 000 Fig. 15)
   replicas    --rep-mode with replicas 1, 2, 3 (time, bytes written)
@@ -24,6 +25,11 @@ SENS = {
     "T": ("--replenish-threshold", ["16", "128", "1024", "8192", "auto"], "1024"),
     "P": ("--prefetch", ["1", "4", "8", "16", "32", "64"], "16"),
     "B": ("--rbuf-pages", ["256", "1024", "4096", "8192"], "4096"),
+    # not in the default --params: named (--params S,W) for the harness's take
+    # on bench/sched.py's questions (sched D36, write-fill D26), beside a
+    # neighbour with --sens-neighbour
+    "S": ("--sched", ["normal", "slice", "fifo"], "normal"),
+    "W": ("--write-fill", ["true", "false"], "true"),
 }
 
 
@@ -128,7 +134,8 @@ def sensitivity(sess):
             for w in wls:
                 for v in values:
                     plan.append((w, "comex", a.sens_fraction,
-                                 {"comex_opts": [flag, v], "extra": {"param": p, "value": v}}))
+                                 {"comex_opts": [flag, v], "extra": {"param": p, "value": v},
+                                  "neighbour": a.sens_neighbour}))
         return plan
     _experiment(sess, a.sens_workloads, plan_of)
 

@@ -46,13 +46,12 @@ ALL_MODES = ["local", "swap-disk", "zram", "comex", "comex-ucx", "comex-shm", "c
              "comex-swap", "comex-swap+zswap"]
 # not run unless named (they are simulations): comex-rttN[-nK], any N and K
 MIB = 1 << 20
-# Busy-polling off everywhere the harness starts comex: the memnodes'
-# idle-spin (separate memnodes get the flag, comex run's embedded memnode the
-# environment variable, which it inherits) and the runtime's handler-spin and
-# client-spin (flags of comex run). docs/DECISIONS.md, D71.
-MEMNODE_NO_SPIN = {"COMEX_IDLE_SPIN": "0"}
-RUN_NO_SPIN = ["--handler-spin", "0", "--client-spin", "0"]
-ENTER = sysenv.ENTER_CGROUP
+# --spin off: busy-polling off everywhere the harness starts comex: the
+# memnodes' idle-spin (separate memnodes and comex run's embedded one get
+# the environment variable, which it inherits) and the runtime's
+# handler-spin and client-spin (flags of comex run). docs/DECISIONS.md, D71.
+# --spin on (the default) keeps comex's own defaults, as a user gets them.
+run_spin_flags, memnode_spin_env = sysenv.benchlib.run_spin_flags, sysenv.benchlib.memnode_spin_env
 
 
 class RunCtx:
@@ -78,7 +77,7 @@ class RunCtx:
         (D68: remote memory is outside the limit), and only the program joins
         the cgroup: the shell that does so is itself started under the
         runtime (one extra runtime start-up, a few ms, against comex)."""
-        enter = ENTER + [self.cgroups[i].f("cgroup.procs")]
+        enter = self.cgroups[i].wrap([])
         if not self.mode.comex:
             return enter + list(argv)
         pre = [str(self.mode.comex_bin), "run"] + self.mode.run_spin()
@@ -176,10 +175,10 @@ class Mode:
         return {"name": self.name}
 
     def run_spin(self):
-        return [] if self.spin else list(RUN_NO_SPIN)
+        return run_spin_flags("on" if self.spin else "off")
 
     def memnode_spin(self):
-        return {} if self.spin else dict(MEMNODE_NO_SPIN)
+        return memnode_spin_env("on" if self.spin else "off")
 
 
 class Local(Mode):

@@ -1,6 +1,8 @@
 """Versioned result files and their summaries.
 
 bench/results/eval-<experiment>-<UTC>.json, schema comex-bench-eval/1:
+  schema, timestamp, git, machine, warnings: benchlib's head and tail, as
+             every bench result document has them (start_doc, finish_doc)
   metadata   machine, kernel, CPU, cores, THP, git revision, options, load
              (metadata.checked: files whose checked metadata differ are never merged)
   modes      how every mode was set up (or why it was refused)
@@ -15,7 +17,7 @@ import json
 import os
 import statistics
 
-from .sysenv import ROOT, loadavg, log
+from .sysenv import ROOT, benchlib, loadavg
 
 SCHEMA = "comex-bench-eval/1"
 RESULTS_DIR = ROOT / "bench" / "results"
@@ -96,8 +98,8 @@ def write(sess, extra=None):
     meta["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     # this experiment's runs, plus the local reference runs (shared by the experiments of `all`)
     recs = [r for r in sess.records if r.get("experiment") == sess.experiment or r.get("reference")]
-    doc = {
-        "schema": SCHEMA,
+    # benchlib's head (the experiment's own copy of the machine: `all` writes several), then the harness's fields
+    doc = dict(sess.head, timestamp=stamp, machine=dict(sess.head["machine"]), **{
         "experiment": sess.experiment,
         "metadata": meta,
         "modes": {name: m.describe() for name, m in sess.modes.items()},
@@ -108,15 +110,11 @@ def write(sess, extra=None):
         "references": {"%s" % n: v for (n, s), v in sess.refs.items()},
         "records": recs,
         "summary": summarize(recs, lambda w: WORKLOADS[w].metric if w in WORKLOADS else "time_s"),
-    }
+    })
     if extra:
         doc.update(extra)
-    path = RESULTS_DIR / ("eval-%s-%s.json" % (sess.experiment, stamp))
-    if getattr(sess.args, "no_save", False):
-        return doc, None
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1, default=str)
-    log("results: %s" % path.relative_to(ROOT))
+    path = None if getattr(sess.args, "no_save", False) else RESULTS_DIR / ("eval-%s-%s.json" % (sess.experiment, stamp))
+    benchlib.finish_doc(doc, sess.times0, "eval-" + sess.experiment, sess.args, path=path)
     return doc, path
 
 

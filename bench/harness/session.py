@@ -10,7 +10,7 @@ import tempfile
 import threading
 import time
 
-from . import sysenv
+from . import results, sysenv
 from .sysenv import benchlib
 from .modes import make_mode
 from .sysenv import Refused, log
@@ -38,6 +38,8 @@ class Session:
         self.pool = None
         self.swap = None
         self.meta = sysenv.metadata(self.build, {k: v for k, v in vars(args).items() if k != "func"})
+        # benchlib's document head (schema, timestamp, git, machine), as every bench result has
+        self.head, self.times0 = benchlib.start_doc(results.SCHEMA)
 
     # ---------------------------------------------------------------- set-up
     def size_of(self, name):
@@ -67,7 +69,7 @@ class Session:
             raise Refused(self.refused[name])
         if name in self.modes:
             return self.modes[name]
-        m = make_mode(name, self.build, spin=getattr(self.args, "spin", "off") == "on")
+        m = make_mode(name, self.build, spin=getattr(self.args, "spin", "on") == "on")
         why = m.precondition(self.pool, self.swap)
         if why:
             self.refused[name] = why

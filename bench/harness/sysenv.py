@@ -1,6 +1,7 @@
-"""Machine set-up the harness owns: cgroups, swap files, zram devices,
-network namespaces, memnode processes, and the undo stack that restores the
-machine on exit, on failure and on Ctrl-C.
+"""Machine set-up of the harness and the bench/*.py scripts: cgroups, swap
+files, zram devices, comex swap, network namespaces, memnode processes,
+CPU-bound neighbours, and the undo stack that restores the machine on exit,
+on failure and on Ctrl-C (and SIGTERM, after install_signal_handlers()).
 
 Every resource is named with the prefix `comex-bench-<pid>` / `cxb<pid>` so
 that `python3 -m bench.harness cleanup` can find what a killed harness left
@@ -148,10 +149,7 @@ loadavg = benchlib.loadavg
 
 
 def meminfo_kib(key):
-    for line in (read("/proc/meminfo", "") or "").splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-    return 0
+    return benchlib.meminfo_kib(key) or 0
 
 
 def vmstat():
@@ -337,6 +335,14 @@ class Cgroup:
 
     def f(self, name):
         return os.path.join(self.path, name)
+
+    def wrap(self, argv):
+        """argv run inside this cgroup: a shell joins it, then execs argv."""
+        return ENTER_CGROUP + [self.f("cgroup.procs")] + list(argv)
+
+    def usage(self):
+        """The bytes charged to the group now."""
+        return int(read(self.f("memory.usage_in_bytes" if self.v == "v1" else "memory.current"), "0") or 0)
 
     def procs(self):
         txt = read(self.f("cgroup.procs"), "") or ""
@@ -773,40 +779,52 @@ class NetNs:
 # ---------------------------------------------------------------- memnodes
 
 class Memnode:
-    """A `comex memnode` process outside the benchmark cgroup, in a session of
-    its own, optionally in a network namespace (UCX then restricted to TCP
-    on its device), with the harness's environment plus ENV and the further
-    memnode options EXTRA; started by benchlib.start_memnode, stopped by the
-    undo stack at the latest."""
+    """The benchmarks' one `comex memnode` process (harness modes and the
+    bench/*.py scripts): started by benchlib.start_memnode in a session of its
+    own, on PORT (0: a free one; a restarted memnode keeps its port),
+    optionally in a network namespace (UCX then restricted to TCP on its
+    device) and its command passed through WRAP (a cgroup, taskset), with
+    BASE_ENV (default: this process's environment) plus ENV and the further
+    memnode options EXTRA; stopped by stop() or close(), and by the undo
+    stack at the latest."""
 
-    def __init__(self, comex, token, pool, logdir, netns=None, name="mn", env=None, extra=()):
+    def __init__(self, comex, token, pool, logdir, netns=None, name="mn", env=None, extra=(), port=0, wrap=None,
+                 base_env=None):
         self.comex = comex
         self.extra_env = dict(env or {})
+        self.base_env = base_env
         self.extra = list(extra)
         self.token = token
         self.pool = pool
         self.netns = netns
+        self.port = port
+        self.wrap = wrap
         self.logdir, self.name = logdir, name
         self.log = os.path.join(logdir, "%s.log" % name)
         self.p = None
         self.addr = None
+        self.host = "127.0.0.1"
         self.polling = None
+        self.polling_core = None
         self.metrics = None
         self.undo = None
 
     def start(self, timeout=30):
-        env = dict(os.environ, **self.extra_env)
-        host, wrap = "127.0.0.1", None
+        env = dict(os.environ if self.base_env is None else self.base_env, **self.extra_env)
+        host, wrap = "127.0.0.1", self.wrap
         if self.netns:
             ns = self.netns
             host = ns.ns_ip
             env.update(UCX_TLS="tcp", UCX_NET_DEVICES=ns.ns_if)
-            wrap = lambda cmd: ["ip", "netns", "exec", ns.name] + cmd  # noqa: E731
-        s = benchlib.start_memnode(self.comex, self.logdir, self.name, self.token, self.pool >> 20, host=host,
-                                   extra=self.extra, wrap=wrap, env=env, new_session=True, timeout=timeout)
+            inner = wrap or (lambda cmd: cmd)
+            wrap = lambda cmd: ["ip", "netns", "exec", ns.name] + inner(cmd)  # noqa: E731
+        s = benchlib.start_memnode(self.comex, self.logdir, self.name, self.token, self.pool >> 20, port=self.port,
+                                   host=host, extra=self.extra, wrap=wrap, env=env, new_session=True, timeout=timeout)
         self.p = s.proc
         self.undo = UNDO.push("memnode %d" % self.p.pid, self.stop)
+        self.host, self.port = host, s.port
         self.addr = "%s:%d" % (host, s.port)
+        self.polling_core = s.polling_core
         self.polling = s.polling_core is not None
         if s.metrics_port is not None:
             self.metrics = "http://%s:%d/metrics" % (host, s.metrics_port)
@@ -815,17 +833,40 @@ class Memnode:
     def alive(self):
         return self.p is not None and self.p.poll() is None
 
+    def signal(self, sig):
+        self.p.send_signal(sig)
+
     def stop(self):
         kill_tree(self.p)
 
     def close(self):
-        UNDO.pop_run(self.undo)
+        """Stops it (if still running) and forgets its undo entry."""
+        if self.undo is not None:
+            UNDO.pop_run(self.undo)
+            self.undo = None
+
+    def terminate(self, timeout=30):
+        """SIGTERM and wait: its exit status (0: a clean exit); one that
+        ignores SIGTERM for TIMEOUT s is killed and raises RuntimeError."""
+        if self.p is None or self.p.poll() is not None:
+            rc = self.p.returncode if self.p else 0
+        else:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                rc = self.p.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.close()
+                raise RuntimeError("memnode ignored SIGTERM for %d s; killed" % timeout)
+        self.close()
+        return rc
+
+    def log_tail(self, lines=20):
+        return (benchlib.read_text(self.log) or "").splitlines()[-lines:]
 
 
 # ---------------------------------------------------------------- CPU-bound neighbour
 
-# name -> argv prefix of the neighbour of the busy experiment ("none": no neighbour)
-NEIGHBOURS = {"none": None, "stress-1": [], "stress": [], "stress-nice": ["nice", "-n", "19"]}
+NEIGHBOURS = benchlib.NEIGHBOURS   # name -> the neighbour of the busy experiment ("none": none)
 
 
 def neighbour_precondition(kind):
@@ -850,12 +891,7 @@ class Neighbour:
         self.undo = None
 
     def argv(self):
-        pre = NEIGHBOURS[self.kind]
-        if pre is None:
-            return None
-        cpus = 1 if self.kind == "stress-1" else self.cpus
-        return pre + ["stress-ng", "--cpu", str(cpus), "--cpu-method", "matrixprod", "--timeout",
-                      "%ds" % self.timeout, "--quiet"]
+        return benchlib.neighbour_argv(self.kind, self.timeout, self.cpus)
 
     def describe(self):
         a = self.argv()

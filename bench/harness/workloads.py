@@ -25,7 +25,7 @@ import socket
 import subprocess
 import time
 
-from .sysenv import ROOT, kill_session, kill_tree, log, read
+from .sysenv import ROOT, benchlib, kill_session, kill_tree, log, read
 
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else None
 MIB = 1 << 20
@@ -256,8 +256,7 @@ class PagerBench(Workload):
             "%s is not built yet (bench/pager_bench.c)" % self.bin()
 
     def argv(self):
-        return [self.bin(), "--pattern", self.pattern, "--size-mib", str(max(4, self.size - 4)), "--passes",
-                str(self.passes), "--write-pct", "20", "--seed", "1"]
+        return benchlib.pager_bench_argv(self.build, self.pattern, max(4, self.size - 4), self.passes, 20)
 
     def post(self, r):
         line = [l for l in r["tail"].splitlines() if l.startswith("{")]
