@@ -48,36 +48,33 @@ BEGIN, END = "<!-- gray:begin (bench/gray.py) -->", "<!-- gray:end -->"
 
 
 def workload(a):
-    return [str(a.build / "pager_bench"), "--pattern", "rand", "--size-mib", str(a.size_mib), "--passes",
-            str(a.passes), "--write-pct", "20", "--seed", "1"]
+    return benchlib.pager_bench_argv(a.build, "rand", a.size_mib, passes=a.passes, write_pct=20)
 
 
 class Nodes:
     """Memnodes a and b, on loopback or (rates) each in a network namespace
     behind tbf at its rate in Gbit/s."""
 
-    def __init__(self, a, tmp, token, count=2, rates=None, extra=()):
-        self.procs, self.addrs, self.ns = [], [], []
+    def __init__(self, a, tmp, token, count=2, rates=None):
+        self.nodes, self.ns = [], []
         for i in range(count):
-            wrap, host = None, "127.0.0.1"
-            if rates:
-                ns = sysenv.NetNs(sysenv.NetNs.next_idx(), rates[i])
+            ns = sysenv.NetNs(sysenv.NetNs.next_idx(), rates[i]) if rates else None
+            if ns:
                 ns.create()
                 self.ns.append(ns)
-                wrap, host = (lambda cmd, n=ns.name: ["ip", "netns", "exec", n, *cmd]), ns.ns_ip
-            m = benchlib.start_memnode(a.comex, tmp, "ab"[i], token, a.size_mib * 2 + 64, extra=extra,
-                                       wrap=wrap, host=host)
-            self.procs.append(m.proc)
-            self.addrs.append(f"{host}:{m.port}")
+            m = sysenv.Memnode(a.comex, token, (a.size_mib * 2 + 64) << 20, tmp, netns=ns, name="ab"[i],
+                               base_env=benchlib.clean_env())
+            m.start()
+            self.nodes.append(m)
+        self.procs = [m.p for m in self.nodes]
 
     def csv(self):
-        return ",".join(self.addrs)
+        return ",".join(m.addr for m in self.nodes)
 
     def close(self):
-        for p in self.procs:
-            p.send_signal(signal.SIGCONT)
-            p.kill()
-            p.wait()
+        for m in self.nodes:
+            m.signal(signal.SIGCONT)
+            m.close()
         for ns in self.ns:
             ns.destroy()
 
@@ -276,12 +273,7 @@ def main(argv):
     ap.add_argument("--cells", default=",".join(CELLS))
     ap.add_argument("--size-mib", type=int, default=256)
     ap.add_argument("--passes", type=int, default=2)
-    ap.add_argument("--quick", action="store_true", help="1 run at 48 MiB of the loopback cells (a smoke test)")
-    ap.add_argument("--no-save", action="store_true")
-    a = A = ap.parse_args(argv)
-    if a.quick:
-        a.runs, a.size_mib, a.passes = 1, 48, 1
-        a.cells = "run,run-stop,wait"
+    a = A = benchlib.quick(ap.parse_args(argv), size_mib=48, passes=1, cells="run,run-stop,wait")
     a.build = Path(a.build).resolve()
     a.comex = str(a.build / "comex")
     cells = a.cells.split(",")
@@ -314,11 +306,12 @@ def main(argv):
             sysenv.UNDO.run_all()
     doc["targets"] = targets(doc["cells"])
     ok = all(c["all_correct"] for c in doc["cells"].values())
-    if a.no_save:
-        benchlib.finish_machine_info(doc["machine"], times0)
-        print(json.dumps(doc["targets"]))
-    else:
-        path = benchlib.finish_doc(doc, times0, "gray")
+    if not ok:
+        print("FAIL: a run's output or exit status was wrong: " + json.dumps(
+            {k: [r.get("errors") for r in v["runs"]] for k, v in doc["cells"].items()}), file=sys.stderr)
+    path = benchlib.finish_doc(doc, times0, "gray", args=a)
+    print(json.dumps(doc["targets"]))
+    if path and not a.quick:
         render(doc, path.name)
     return 0 if ok else 1
 

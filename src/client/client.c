@@ -533,8 +533,28 @@ void client_room(struct comex_client *c, uint64_t *out, unsigned nnodes)
 
 		out[i] = n && n->welcomed && !n->fail_err && !n->evicting && !hedge_avoided(n) &&
 				 now >= n->exhausted_until ? n->room : 0;
+		if (n && n->slow && out[i]) /* placement by room prefers its faster peers */
+			out[i] = out[i] / SLOW_ROOM_DIVISOR + 1;
 	}
 	pthread_mutex_unlock(&c->lock);
+}
+
+int client_copy_target(struct comex_client *c, uint64_t avoid, unsigned *node_out, uint64_t *room_out)
+{
+	uint64_t room[OPT_MEMNODE_MAX];
+	unsigned n = c->nnodes < OPT_MEMNODE_MAX ? c->nnodes : OPT_MEMNODE_MAX;
+	int best = -1;
+
+	client_room(c, room, n);
+	for (unsigned i = 0; i < n; i++)
+		if (!(avoid >> i & 1) && (best < 0 || room[i] > room[best]))
+			best = (int)i;
+	if (best < 0)
+		return -ENOSPC;
+	*node_out = (unsigned)best;
+	if (room_out)
+		*room_out = room[best];
+	return 0;
 }
 
 static int send_releases(struct node *n)

@@ -38,6 +38,12 @@ int client_alloc(struct comex_client *c, unsigned node, uint32_t want, uint32_t 
  * last reply that carries the count said (no round trip); 0 for a node out
  * of use, leaving, or that refused an ALLOC within the last 100 ms. */
 void client_room(struct comex_client *c, uint64_t *out, unsigned n);
+/* Where a page's next copy goes, for comex run's replicas and comex swap's
+ * copies alike: of the nodes not in avoid (bit i: node i), the one with the
+ * most room (client_room: a suspect, leaving or failed one has none, but
+ * may still be the only one left) and that room, in frames (room_out may
+ * be NULL); -ENOSPC when avoid leaves none. */
+int client_copy_target(struct comex_client *c, uint64_t avoid, unsigned *node_out, uint64_t *room_out);
 /* Queues frames for release; sent in one FREE once release-batch frames are
  * queued, or by client_flush(). */
 int client_release(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count);

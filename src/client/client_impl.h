@@ -137,6 +137,7 @@ void hedge_suspect(struct node *n, const char *what);
 bool hedge_avoided(const struct node *n);
 bool hedge_elsewhere(const struct node *n); /* another memnode is healthy */
 bool hedge_slow(struct node *n);            /* answers SLOW_FACTOR x slower than a healthy peer */
+#define SLOW_ROOM_DIVISOR 8 /* client_room shows a slow memnode's room this much smaller */
 void hedge_publish(struct comex_client *c); /* c->avoided and the board, anew */
 /* Membership tick: probes suspect nodes, fails one whose oldest request is
  * older than op-timeout. */

@@ -20,7 +20,6 @@
 #include "client.h"
 #include "log.h"
 #include "pager_impl.h"
-#include "placement.h"
 #include "proto.h"
 #include "rtmem.h"
 #include "transport.h"
@@ -86,15 +85,17 @@ void replica_place(unsigned n0, struct wbuf *wb)
 	uint64_t *aux;
 	unsigned k = 0;
 
+	uint64_t avoid = 1ull << n0;
+	unsigned t;
+
 	if (!extra)
 		return;
 	wbuf_run(wb, &pfn0, &count, &data);
 	aux = wbuf_aux(wb, count - 1);
-
-	for (unsigned j = 1; j < P.nnodes && k < extra; j++) {
-		unsigned t = (n0 + j) % P.nnodes;
+	while (k < extra && !client_copy_target(P.c.client, avoid, &t, NULL)) {
 		uint32_t pfn;
 
+		avoid |= 1ull << t; /* taken, or full */
 		if (!take(n0, t, &pfn))
 			aux[k++] = loc(t, pfn);
 	}
@@ -423,11 +424,16 @@ static bool holds(uint64_t i, unsigned t)
 /* A frame for a new copy of page i on a usable memnode that holds none. */
 static bool new_frame(uint64_t i, uint64_t unusable, unsigned *t_out, uint32_t *pfn_out)
 {
-	for (unsigned a = 0; a < P.nnodes; a++) {
-		unsigned t = placement_choice(P.preferred, a, P.nnodes);
+	uint64_t avoid = unusable;
+	unsigned t;
+
+	for (unsigned a = 0; a < P.nnodes; a++)
+		avoid |= (uint64_t)holds(i, a) << a;
+	while (!client_copy_target(P.c.client, avoid, &t, NULL)) {
 		uint32_t got;
 
-		if ((unusable >> t & 1) || holds(i, t) || client_alloc(P.c.client, t, 1, pfn_out, &got))
+		avoid |= 1ull << t;
+		if (client_alloc(P.c.client, t, 1, pfn_out, &got))
 			continue;
 		STAT_ADD(P.c.stats, frames_held[t], 1);
 		*t_out = t;

@@ -128,35 +128,16 @@ void blockmap_destroy(struct blockmap *m)
 	free(m);
 }
 
-/* The memnode with the most room the client knows of, not in tried, and
- * that room (0 may still grant: the count is the last reply's). */
-static int roomiest(struct blockmap *m, uint64_t tried, unsigned *node_out, uint64_t *room_out)
-{
-	uint64_t room[OPT_MEMNODE_MAX];
-	unsigned n = client_nodes(m->c);
-	int best = -1;
-
-	client_room(m->c, room, n);
-	for (unsigned i = 0; i < n; i++)
-		if (!(tried >> i & 1) && (best < 0 || room[i] > room[best]))
-			best = (int)i;
-	if (best < 0)
-		return -ENOSPC;
-	*node_out = (unsigned)best;
-	*room_out = room[best];
-	return 0;
-}
-
 /* Frames for up to want blocks on one memnode not in avoid: 1..want
  * consecutive ones. */
 static int take_frames(struct blockmap *m, uint64_t avoid, uint32_t want, unsigned *node_out, uint32_t *pfn_out,
 		       uint32_t *got_out)
 {
-	uint64_t tried = avoid, room;
+	uint64_t tried = avoid;
 	unsigned node;
 	int err;
 
-	while (!(err = roomiest(m, tried, &node, &room))) {
+	while (!(err = client_copy_target(m->c, tried, &node, NULL))) {
 		err = client_alloc(m->c, node, want, pfn_out, got_out);
 		if (!err) {
 			*node_out = node;
@@ -463,7 +444,7 @@ static bool has_room(struct blockmap *m, const uint64_t *e, unsigned n)
 
 	for (unsigned j = 0; j < n; j++)
 		avoid |= 1ull << e_node(e[j]);
-	return !roomiest(m, avoid, &node, &room) && room;
+	return !client_copy_target(m->c, avoid, &node, &room) && room;
 }
 
 /* Block b repaired as far as it can be; the copies made, or -1 when it
