@@ -5,8 +5,6 @@
 . "$src/tests/progs/memcg.sh"
 . "$src/tests/progs/swapdev.sh"
 echo "e2e_swap_gray: comex swap up --replicas 2 on two memnodes; prog_gate_static 96 MiB at 24 MiB; one memnode stopped while it pages, then resumed"
-static=$progs/prog_gate_static
-[ -x "$static" ] || { echo "FAIL: $static is not built"; exit 1; }
 swap_memcg swapgray
 
 mn_start a --pool 256M || finish
@@ -14,13 +12,7 @@ mn_start b --pool 256M || finish
 swap_up --size 192M --replicas 2 --memnode "127.0.0.1:$port_a,127.0.0.1:$port_b" --token-file "$dir/token" \
   --op-timeout 600s --log-level 2 || finish
 
-native gate "$static" 96 / || fail gate "native run failed"
-echo 24M >"$cg/$limit_file"
-rm -f "$dir/gate.open"
-in_memcg timeout -k 10 "$hang_guard" "$static" 96 "$dir/gate.open" >"$dir/gate.swap" 2>"$dir/gate.swap-err" &
-prog=$!; pids+=("$prog")
-for _ in $(seq 1 600); do grep -q filled "$dir/gate.swap" && break; kill -0 $prog 2>/dev/null || break; sleep 0.1; done
-grep -q filled "$dir/gate.swap" || { fail gate "did not fill: $(tail -n 2 "$dir/gate.swap-err")"; finish; }
+gate_swapped 96 24M || finish
 
 # grows KEY BY: the device's counter KEY grows by BY while the program runs
 grows() {

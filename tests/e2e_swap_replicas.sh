@@ -5,8 +5,6 @@
 . "$src/tests/progs/memcg.sh"
 . "$src/tests/progs/swapdev.sh"
 echo "e2e_swap_replicas: comex swap up --replicas 2 (192 MiB) on three memnodes; prog_gate_static 96 MiB at 24 MiB; two memnodes SIGKILLed one after the other while its pages are swapped out, re-replication between"
-static=$progs/prog_gate_static
-[ -x "$static" ] || { echo "FAIL: $static is not built"; exit 1; }
 swap_memcg swaprep
 
 mn_start a --pool 256M || finish
@@ -18,13 +16,7 @@ swap_up --size 192M --replicas 2 --memnode "127.0.0.1:$port_a,127.0.0.1:$port_b,
   --op-timeout 3s || finish
 [ "$(counter copies)" -eq 2 ] || fail copies "status says $(counter copies) copies"
 
-native gate "$static" 96 / || fail gate "native run failed"
-echo 24M >"$cg/$limit_file"
-rm -f "$dir/gate.open"
-in_memcg timeout -k 10 "$hang_guard" "$static" 96 "$dir/gate.open" idle >"$dir/gate.swap" 2>"$dir/gate.swap-err" &
-prog=$!; pids+=("$prog")
-for _ in $(seq 1 600); do grep -q filled "$dir/gate.swap" && break; kill -0 $prog 2>/dev/null || break; sleep 0.1; done
-grep -q filled "$dir/gate.swap" || { fail gate "did not fill: $(tail -n 2 "$dir/gate.swap-err")"; finish; }
+gate_swapped 96 24M idle || finish
 stored=$(counter stored_blocks)
 [ "$stored" -gt $(( 48 << 8 )) ] || fail gate "only $stored blocks are on the device after the fill"
 echo "ok: filled: $(( stored >> 8 )) MiB swapped out, two copies each"

@@ -780,7 +780,8 @@ static int transfer(struct node *n, enum tp_rma_kind kind, uint32_t pfn, uint32_
 	return err;
 }
 
-int client_read(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst)
+/* A read; hedged: not from a suspect or slow node (-EAGAIN), given up once late (-ETIME). */
+static int read_frames(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst, bool hedged)
 {
 	struct node *n = get_node(c, node);
 	int err;
@@ -788,22 +789,22 @@ int client_read(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t co
 	if (!n)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	err = transfer(n, TP_GET, pfn, count, dst, false);
+	if (hedged && (hedge_avoided(n) || hedge_slow(n)))
+		err = -EAGAIN;
+	else
+		err = transfer(n, TP_GET, pfn, count, dst, hedged);
 	pthread_mutex_unlock(&c->lock);
 	return err;
 }
 
+int client_read(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst)
+{
+	return read_frames(c, node, pfn, count, dst, false);
+}
+
 int client_read_hedged(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst)
 {
-	struct node *n = get_node(c, node);
-	int err;
-
-	if (!n)
-		return -EINVAL;
-	pthread_mutex_lock(&c->lock);
-	err = hedge_avoided(n) || hedge_slow(n) ? -EAGAIN : transfer(n, TP_GET, pfn, count, dst, true);
-	pthread_mutex_unlock(&c->lock);
-	return err;
+	return read_frames(c, node, pfn, count, dst, true);
 }
 
 int client_write(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, const void *src)
@@ -838,7 +839,7 @@ int client_write_start(struct comex_client *c, unsigned node, uint32_t pfn, uint
 	return err;
 }
 
-int client_write_wait(struct comex_client *c, unsigned node, struct tp_op *op)
+static int write_wait(struct comex_client *c, unsigned node, struct tp_op *op, bool hedged)
 {
 	struct node *n = get_node(c, node);
 	int err;
@@ -846,22 +847,19 @@ int client_write_wait(struct comex_client *c, unsigned node, struct tp_op *op)
 	if (!n)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	err = transfer_finish(n, TP_PUT, op, false);
+	err = transfer_finish(n, TP_PUT, op, hedged);
 	pthread_mutex_unlock(&c->lock);
 	return err;
 }
 
+int client_write_wait(struct comex_client *c, unsigned node, struct tp_op *op)
+{
+	return write_wait(c, node, op, false);
+}
+
 int client_write_wait_hedged(struct comex_client *c, unsigned node, struct tp_op *op)
 {
-	struct node *n = get_node(c, node);
-	int err;
-
-	if (!n)
-		return -EINVAL;
-	pthread_mutex_lock(&c->lock);
-	err = transfer_finish(n, TP_PUT, op, true);
-	pthread_mutex_unlock(&c->lock);
-	return err;
+	return write_wait(c, node, op, true);
 }
 
 /* A request whose answer sets what answered() looks for; its ERROR, if any. */

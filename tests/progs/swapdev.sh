@@ -83,3 +83,19 @@ go_build() {
   GOCACHE=$dir/gocache GOPATH=$dir/gopath GOPROXY=off GO111MODULE=off GOFLAGS= CGO_ENABLED=0 \
     $go build -o "$dir/$1" "$2" 2>"$dir/$1.build-err" || { fail "$1" "go build: $(tail -n 3 "$dir/$1.build-err")"; return 1; }
 }
+
+# gate_swapped MIB LIMIT [idle]: prog_gate_static MIB natively (gate.native),
+# then in the cgroup at LIMIT in the background (sets prog; output in
+# gate.swap), until it has filled its memory; the gate is $dir/gate.open.
+# False (a failure recorded) when it ends first
+gate_swapped() {
+  static=$progs/prog_gate_static
+  [ -x "$static" ] || { fail gate "$static is not built"; return 1; }
+  native gate "$static" "$1" / || { fail gate "native run failed"; return 1; }
+  echo "$2" >"$cg/$limit_file"
+  rm -f "$dir/gate.open"
+  in_memcg timeout -k 10 "$hang_guard" "$static" "$1" "$dir/gate.open" ${3:-} >"$dir/gate.swap" 2>"$dir/gate.swap-err" &
+  prog=$!; pids+=("$prog")
+  for _ in $(seq 1 600); do grep -q filled "$dir/gate.swap" && break; kill -0 $prog 2>/dev/null || break; sleep 0.1; done
+  grep -q filled "$dir/gate.swap" || { fail gate "did not fill: $(tail -n 2 "$dir/gate.swap-err")"; return 1; }
+}
