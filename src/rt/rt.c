@@ -185,7 +185,7 @@ static void *watchdog_main(void *arg)
 	return NULL;
 }
 
-static void fork_phase(int phase)
+static void fork_phase(enum fork_phase phase)
 {
 	locale_t prev = rt_enter();
 
@@ -235,18 +235,18 @@ static void *own_main(void *arg)
 static void fork_prepare(void)
 {
 	pthread_mutex_lock(&takeover);
-	fork_phase(0);
+	fork_phase(FORK_PREPARE);
 }
 
 static void fork_parent(void)
 {
-	fork_phase(1);
+	fork_phase(FORK_PARENT);
 	pthread_mutex_unlock(&takeover);
 }
 
 static void fork_child(void)
 {
-	fork_phase(2);
+	fork_phase(FORK_CHILD);
 	pthread_mutex_init(&takeover, NULL); /* held by the forking thread, which is this one */
 	rt_mode = RT_DETACHED;
 	watchdog_forget_threads(); /* the parent's; they are not here */
