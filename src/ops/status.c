@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "clock.h"
 #include "log.h"
-#include "ops_time.h"
 #include "options.h"
 #include "proto.h"
 #include "transport.h"
@@ -86,7 +86,7 @@ static void on_recv(void *arg, struct tp_ep *ep, void *user, const void *msg, si
 		p->usage[i] = proto_stats_usage(&m, i);
 	m.u.stats.raw = NULL; /* points into msg, gone after this call */
 	(p->a.t ? &p->b : &p->a)->m = m;
-	(p->a.t ? &p->b : &p->a)->t = ops_now_s();
+	(p->a.t ? &p->b : &p->a)->t = now_s();
 }
 
 static void on_error(void *arg, struct tp_ep *ep, void *user, int err)
@@ -332,7 +332,7 @@ static void probe_all(struct status *st)
 	for (unsigned i = 0; i < st->n; i++)
 		connect_and_sample(st, &st->p[i]);
 	if (st->interval_s > 0)
-		ops_sleep_s(st->interval_s);
+		sleep_s(st->interval_s);
 	for (unsigned i = 0; i < st->n; i++)
 		second_sample_and_bye(st, &st->p[i]);
 }

@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
-#include "ops_time.h"
 #include "programs.h"
 #include "proto.h"
 
@@ -153,11 +153,11 @@ int top_main(int argc, char **argv)
 		log_error("top: process %d is not running under comex (no /dev/shm/comex-stats.%d)", a.pid, a.pid);
 		return 1;
 	}
-	t_prev = ops_now_s();
+	t_prev = now_s();
 	for (;;) {
-		ops_sleep_s(a.interval_s);
+		sleep_s(a.interval_s);
 		err = programs_snapshot(a.pid, &cur, &n);
-		t = ops_now_s();
+		t = now_s();
 		if (err == -ESRCH) { /* the one program watched has ended */
 			printf("process %d has exited\n", a.pid);
 			break;
