@@ -203,7 +203,8 @@ int swapd_main(const struct options *o, const char *name, const char *path, int 
 	snprintf(s.st->memnodes, sizeof(s.st->memnodes), "%s", opt_str(o, OPT_MEMNODE));
 	if ((err = client_connect(o, &c)))
 		goto close_ready;
-	if ((err = blockmap_create(c, size / BLOCKMAP_BLOCK, (unsigned)opt_num(o, OPT_REPLICAS), &s.map)))
+	if ((err = blockmap_create(c, size / BLOCKMAP_BLOCK, (unsigned)opt_num(o, OPT_REPLICAS),
+				   opt_num(o, OPT_TEST_REPAIR_DELAY), &s.map)))
 		goto disconnect;
 	noreclaim_enter("swap daemon");
 	if ((err = fusedev_mount(path, size, &ops, &s, (enum fusedev_uring)opt_num(o, OPT_SWAP_URING), &d)))
