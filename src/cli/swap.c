@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "embedded.h"
+#include "json.h"
 #include "log.h"
 #include "options.h"
 #include "programs.h"
@@ -445,7 +446,8 @@ static unsigned status_rows(const struct options *o, struct status_row *rows)
 	return n;
 }
 
-static void status_print(const struct status_row *r, bool json, bool first)
+/* A device's row: in the table, or (j) as an object of the JSON array */
+static void status_print(const struct status_row *r, struct json *j)
 {
 	const struct swapd_stats *st = r->st;
 	double rps = (double)(st->reads - r->reads0) * 1000 / STATUS_SAMPLE_MS,
@@ -453,6 +455,7 @@ static void status_print(const struct status_row *r, bool json, bool first)
 	/* request latency in us from the log2 histograms; -1 with none yet */
 	double lat[4] = { programs_quantile(st->hist_read_ns, 0.5), programs_quantile(st->hist_read_ns, 0.99),
 			  programs_quantile(st->hist_write_ns, 0.5), programs_quantile(st->hist_write_ns, 0.99) };
+	static const char *const lat_keys[4] = { "read_p50_us", "read_p99_us", "write_p50_us", "write_p99_us" };
 	char copies[24];
 
 	for (int i = 0; i < 4; i++)
@@ -460,40 +463,66 @@ static void status_print(const struct status_row *r, bool json, bool first)
 	/* "2", or "2(-5)" while 5 blocks have fewer copies (memnodes lost) */
 	snprintf(copies, sizeof(copies), st->degraded_blocks ? "%u(-%llu)" : "%u", st->copies,
 		 (unsigned long long)st->degraded_blocks);
-	if (json)
-		printf("%s{\"name\":\"%s\",\"device\":\"%s\",\"pid\":%d,\"size_bytes\":%llu,\"stored_blocks\":%llu,"
-		       "\"reads\":%llu,\"writes\":%llu,\"reads_per_s\":%.1f,\"writes_per_s\":%.1f,\"discards\":%llu,"
-		       "\"bytes_read\":%llu,\"bytes_written\":%llu,\"read_p50_us\":%.1f,\"read_p99_us\":%.1f,"
-		       "\"write_p50_us\":%.1f,\"write_p99_us\":%.1f,\"errors\":%llu,\"copies\":%u,"
-		       "\"degraded_blocks\":%llu,\"copies_remade\":%llu,\"memnodes\":\"%s\",\"transport\":\"%s\"}",
-		       first ? "" : ",", r->name, r->loop, st->pid, (unsigned long long)st->size_bytes,
-		       (unsigned long long)st->stored_blocks, (unsigned long long)st->reads,
-		       (unsigned long long)st->writes, rps, wps, (unsigned long long)st->discards,
-		       (unsigned long long)st->bytes_read, (unsigned long long)st->bytes_written, lat[0], lat[1], lat[2],
-		       lat[3], (unsigned long long)st->errors, st->copies, (unsigned long long)st->degraded_blocks,
-		       (unsigned long long)st->copies_remade, st->memnodes, st->transport[0] ? st->transport : "read");
-	else
+	if (!j) {
 		printf("%-8s %-12s %8d %9llu %10llu %8s %9.0f %9.0f %8.1f %8.1f %8.1f %8.1f %7llu  %s\n", r->name, r->loop,
 		       st->pid, (unsigned long long)(st->size_bytes >> 20), (unsigned long long)(st->stored_blocks >> 8),
 		       copies, rps, wps, lat[0], lat[1], lat[2], lat[3], (unsigned long long)st->errors, st->memnodes);
+		return;
+	}
+	json_open(j, NULL, '{', false);
+	json_str(j, "name", r->name);
+	json_str(j, "device", r->loop);
+	json_int(j, "pid", st->pid);
+	json_uint(j, "size_bytes", st->size_bytes);
+	json_uint(j, "stored_blocks", st->stored_blocks);
+	json_uint(j, "reads", st->reads);
+	json_uint(j, "writes", st->writes);
+	json_num(j, "reads_per_s", "%.1f", rps);
+	json_num(j, "writes_per_s", "%.1f", wps);
+	json_uint(j, "discards", st->discards);
+	json_uint(j, "bytes_read", st->bytes_read);
+	json_uint(j, "bytes_written", st->bytes_written);
+	for (int i = 0; i < 4; i++)
+		json_num(j, lat_keys[i], "%.1f", lat[i]);
+	json_uint(j, "errors", st->errors);
+	json_uint(j, "copies", st->copies);
+	json_uint(j, "degraded_blocks", st->degraded_blocks);
+	json_uint(j, "copies_remade", st->copies_remade);
+	json_str(j, "memnodes", st->memnodes);
+	json_str(j, "transport", st->transport[0] ? st->transport : "read");
+	json_close(j);
 }
+
+/* The JSON's room: a device's row, its memnodes escaped (6 bytes a character at most) */
+#define STATUS_JSON_ROOM (STATUS_DEVICES * (1024 + 6 * OPT_STR_MAX) + 16)
 
 int swap_status(const struct options *o, bool json)
 {
 	static struct status_row rows[STATUS_DEVICES];
+	static char buf[STATUS_JSON_ROOM];
 	unsigned n = status_rows(o, rows);
+	struct json j;
+	int len;
 
 	if (n) /* the request rates are over this window */
 		nanosleep(&(struct timespec){ STATUS_SAMPLE_MS / 1000, (STATUS_SAMPLE_MS % 1000) * 1000000L }, NULL);
-	if (json)
-		printf("[");
-	else
+	if (!json) {
 		printf("%-8s %-12s %8s %9s %10s %8s %9s %9s %8s %8s %8s %8s %7s  %s\n", "NAME", "DEVICE", "PID",
 		       "SIZE_MIB", "STORED_MIB", "COPIES", "READS/s", "WRITES/s", "RD_P50us", "RD_P99us", "WR_P50us",
 		       "WR_P99us", "ERRORS", "MEMNODES");
+		for (unsigned i = 0; i < n; i++)
+			status_print(&rows[i], NULL);
+		return 0;
+	}
+	json_init(&j, buf, sizeof(buf));
+	json_open(&j, NULL, '[', false);
 	for (unsigned i = 0; i < n; i++)
-		status_print(&rows[i], json, i == 0);
-	if (json)
-		printf("]\n");
+		status_print(&rows[i], &j);
+	json_close(&j);
+	if ((len = json_end(&j)) < 0) {
+		log_error("swap status: the JSON does not fit in %zu bytes", sizeof(buf));
+		return 1;
+	}
+	fwrite(buf, 1, (size_t)len, stdout);
 	return 0;
 }

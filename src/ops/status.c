@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 
 #include "auth.h"
 #include "clock.h"
+#include "json.h"
 #include "log.h"
 #include "options.h"
 #include "proto.h"
@@ -245,60 +247,67 @@ static void print_table(const struct status *st)
 		printf("%.2f\n", imb);
 }
 
-/* JSON string: the texts here are addresses and errno/memnode messages;
- * quotes, backslashes and control characters are escaped. */
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++)
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
-	putchar('"');
-}
+/* The text's room: a memnode's row with every client's, the totals */
+#define JSON_ROOM(n) (1024 + (size_t)(n) * (1024 + PROTO_STATS_MAX_CLIENTS * 96))
 
-static void print_json(const struct status *st)
+static int print_json(const struct status *st)
 {
 	double pool, used, imb;
+	char *buf = malloc(JSON_ROOM(st->n)), id[24];
+	struct json j;
 	unsigned up;
+	int len;
 
+	if (!buf)
+		return -ENOMEM;
 	imb = imbalance(st, &pool, &used, &up);
-	printf("{\n  \"schema\": \"comex-status/1\",\n  \"interval_s\": %g,\n  \"memnodes\": [", st->interval_s);
+	json_init(&j, buf, JSON_ROOM(st->n));
+	json_open(&j, NULL, '{', true);
+	json_str(&j, "schema", "comex-status/1");
+	json_num(&j, "interval_s", "%g", st->interval_s);
+	json_open(&j, "memnodes", '[', true);
 	for (unsigned i = 0; i < st->n; i++) {
 		const struct probe *p = &st->p[i];
 		struct row r = row_of(st, p);
-		bool first = true;
 
-		printf("%s\n    {\"addr\": ", i ? "," : "");
-		json_str(p->addr);
-		printf(", \"state\": \"%s\"", r.state);
+		json_open(&j, NULL, '{', false);
+		json_str(&j, "addr", p->addr);
+		json_str(&j, "state", r.state);
 		if (p->err) {
-			printf(", \"error\": ");
-			json_str(p->why);
-			printf("}");
+			json_str(&j, "error", p->why);
+			json_close(&j);
 			continue;
 		}
-		printf(", \"nid\": %u, \"pool_bytes\": %.0f, \"used_bytes\": %.0f, \"free_bytes\": %.0f, "
-		       "\"clients\": %u, \"requests_per_s\": %.1f, \"clients_usage\": [",
-		       p->nid, r.pool, r.used, r.free, r.clients, r.rate);
+		json_uint(&j, "nid", p->nid);
+		json_num(&j, "pool_bytes", "%.0f", r.pool);
+		json_num(&j, "used_bytes", "%.0f", r.used);
+		json_num(&j, "free_bytes", "%.0f", r.free);
+		json_uint(&j, "clients", r.clients);
+		json_num(&j, "requests_per_s", "%.1f", r.rate);
+		json_open(&j, "clients_usage", '[', false);
 		for (uint32_t k = 0; k < p->nusage; k++) {
 			if (p->usage[k].client_id == st->client_id)
 				continue;
-			printf("%s{\"client_id\": \"%#" PRIx64 "\", \"used_bytes\": %" PRIu64 "}", first ? "" : ", ",
-			       p->usage[k].client_id, p->usage[k].frames * PROTO_FRAME_SIZE);
-			first = false;
+			snprintf(id, sizeof(id), "%#" PRIx64, p->usage[k].client_id);
+			json_open(&j, NULL, '{', false);
+			json_str(&j, "client_id", id);
+			json_uint(&j, "used_bytes", p->usage[k].frames * PROTO_FRAME_SIZE);
+			json_close(&j);
 		}
-		printf("]}");
+		json_close(&j);
+		json_close(&j);
 	}
-	printf("\n  ],\n  \"up\": %u,\n  \"failed\": %u,\n  \"pool_bytes\": %.0f,\n  \"used_bytes\": %.0f,\n"
-	       "  \"imbalance\": ", up, st->n - up, pool, used);
-	if (imb < 0)
-		printf("null\n}\n");
-	else
-		printf("%.4f\n}\n", imb);
+	json_close(&j);
+	json_uint(&j, "up", up);
+	json_uint(&j, "failed", st->n - up);
+	json_num(&j, "pool_bytes", "%.0f", pool);
+	json_num(&j, "used_bytes", "%.0f", used);
+	json_num(&j, "imbalance", "%.4f", imb < 0 ? NAN : imb);
+	json_close(&j);
+	if ((len = json_end(&j)) > 0)
+		fwrite(buf, 1, (size_t)len, stdout);
+	free(buf);
+	return len < 0 ? len : 0;
 }
 
 /* Takes status's own flags out of argv (the rest are client options). */
@@ -343,7 +352,7 @@ int status_main(int argc, char **argv)
 	struct tp_callbacks cb = { .recv = on_recv, .error = on_error };
 	struct status st = { .interval_s = 1.0, .client_id = 0x5354415400000000ull | (uint64_t)getpid() };
 	char addr[256];
-	int first, failed = 0;
+	int first, failed = 0, err;
 
 	if (own_flags(&st, &argc, argv))
 		return 2;
@@ -367,9 +376,13 @@ int status_main(int argc, char **argv)
 	for (unsigned i = 0; i < st.n; i++)
 		opt_list_item(&o, OPT_MEMNODE, i, st.p[i].addr, sizeof(st.p[i].addr));
 	probe_all(&st);
-	if (st.json)
-		print_json(&st);
-	else
+	if (st.json) {
+		if ((err = print_json(&st))) {
+			errno = -err;
+			log_error("status: cannot write the JSON: %m");
+			failed = 1;
+		}
+	} else
 		print_table(&st);
 	for (unsigned i = 0; i < st.n; i++)
 		failed |= st.p[i].err != 0;
