@@ -231,25 +231,15 @@ int exporter_render(void *unused, FILE *f)
 	return err ? err : ferror(f) ? -EIO : 0;
 }
 
-int exporter_main(int argc, char **argv)
+int exporter_main(const char *listen, bool once)
 {
-	const char *listen = EXPORTER_LISTEN;
 	struct http_metrics *h;
 	unsigned port = 0;
 	sigset_t stop;
-	int sig, once = 0;
+	int sig;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--listen") && i + 1 < argc) {
-			listen = argv[++i];
-		} else if (!strcmp(argv[i], "--once")) {
-			once = 1;
-		} else {
-			fprintf(stderr, "usage: comex exporter [--listen HOST:PORT (default %s)] [--once]\n",
-				EXPORTER_LISTEN);
-			return 2;
-		}
-	}
+	if (!listen)
+		listen = EXPORTER_LISTEN;
 	if (once)
 		return exporter_render(NULL, stdout) ? 1 : 0;
 	sigemptyset(&stop);

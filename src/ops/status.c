@@ -310,32 +310,6 @@ static int print_json(const struct status *st)
 	return len < 0 ? len : 0;
 }
 
-/* Takes status's own flags out of argv (the rest are client options). */
-static int own_flags(struct status *st, int *argc, char **argv)
-{
-	int j = 1;
-
-	for (int i = 1; i < *argc; i++) {
-		char *end;
-
-		if (!strcmp(argv[i], "--json")) {
-			st->json = true;
-		} else if (!strcmp(argv[i], "--clients")) {
-			st->clients = true;
-		} else if (!strcmp(argv[i], "--interval") && i + 1 < *argc) {
-			st->interval_s = strtod(argv[++i], &end);
-			if (*end || !(st->interval_s >= 0 && st->interval_s <= 60)) {
-				log_error("status: --interval takes seconds, 0 to 60, got '%s'", argv[i]);
-				return -EINVAL;
-			}
-		} else {
-			argv[j++] = argv[i];
-		}
-	}
-	*argc = j;
-	return 0;
-}
-
 static void probe_all(struct status *st)
 {
 	for (unsigned i = 0; i < st->n; i++)
@@ -346,35 +320,26 @@ static void probe_all(struct status *st)
 		second_sample_and_bye(st, &st->p[i]);
 }
 
-int status_main(int argc, char **argv)
+int status_main(const struct options *o, const struct status_args *a)
 {
-	static struct options o;
 	struct tp_callbacks cb = { .recv = on_recv, .error = on_error };
-	struct status st = { .interval_s = 1.0, .client_id = 0x5354415400000000ull | (uint64_t)getpid() };
+	struct status st = { .interval_s = a->interval_s, .json = a->json, .clients = a->clients,
+			     .client_id = 0x5354415400000000ull | (uint64_t)getpid() };
 	char addr[256];
-	int first, failed = 0, err;
+	int failed = 0, err;
 
-	if (own_flags(&st, &argc, argv))
+	if (*opt_str(o, OPT_TOKEN_FILE) && auth_token_load(opt_str(o, OPT_TOKEN_FILE), &st.token))
 		return 2;
-	if (options_configure(&o, SC_CLIENT, argc, argv, &first))
-		return 2;
-	if (first < argc) {
-		log_error("status: unexpected argument '%s' (usage: comex status [--json] [--clients] "
-			  "[--interval SECONDS] [--memnode HOST:PORT,...] [--token-file FILE])", argv[first]);
-		return 2;
-	}
-	if (*opt_str(&o, OPT_TOKEN_FILE) && auth_token_load(opt_str(&o, OPT_TOKEN_FILE), &st.token))
-		return 2;
-	st.timeout_ns = opt_num(&o, OPT_OP_TIMEOUT);
-	while (!opt_list_item(&o, OPT_MEMNODE, st.n, addr, sizeof(addr)))
+	st.timeout_ns = opt_num(o, OPT_OP_TIMEOUT);
+	while (!opt_list_item(o, OPT_MEMNODE, st.n, addr, sizeof(addr)))
 		st.n++;
 	st.p = calloc(st.n ? st.n : 1, sizeof(*st.p));
-	if (!st.p || tp_create(&cb, TP_RMA | (opt_num(&o, OPT_SHM) ? TP_SHM : 0), &st.tp)) {
+	if (!st.p || tp_create(&cb, TP_RMA | (opt_num(o, OPT_SHM) ? TP_SHM : 0), &st.tp)) {
 		free(st.p);
 		return 1;
 	}
 	for (unsigned i = 0; i < st.n; i++)
-		opt_list_item(&o, OPT_MEMNODE, i, st.p[i].addr, sizeof(st.p[i].addr));
+		opt_list_item(o, OPT_MEMNODE, i, st.p[i].addr, sizeof(st.p[i].addr));
 	probe_all(&st);
 	if (st.json) {
 		if ((err = print_json(&st))) {

@@ -20,36 +20,6 @@
 
 #define MIB (1024.0 * 1024.0)
 
-struct top_args {
-	int pid;
-	double interval_s;
-	bool once;
-};
-
-static int parse(int argc, char **argv, struct top_args *a)
-{
-	*a = (struct top_args){ .interval_s = 1.0 };
-	for (int i = 1; i < argc; i++) {
-		char *end;
-
-		if (!strcmp(argv[i], "--once")) {
-			a->once = true;
-		} else if (!strcmp(argv[i], "--interval") && i + 1 < argc) {
-			a->interval_s = strtod(argv[++i], &end);
-			if (*end || !(a->interval_s >= 0.1 && a->interval_s <= 3600)) {
-				log_error("top: --interval takes seconds, 0.1 to 3600, got '%s'", argv[i]);
-				return -EINVAL;
-			}
-		} else if (argv[i][0] != '-' && !a->pid && (a->pid = (int)strtol(argv[i], &end, 10)) > 0 && !*end) {
-			continue;
-		} else {
-			fprintf(stderr, "usage: comex top [--once] [--interval SECONDS] [PID]\n");
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
-
 static void print_mib(double bytes)
 {
 	printf(bytes >= 100 * 1024 * MIB ? " %8.0fG" : " %8.1fM", bytes >= 100 * 1024 * MIB ? bytes / 1024 / MIB : bytes / MIB);
@@ -191,37 +161,34 @@ static void print_frame(const struct snap *cur, const struct snap *prev, double 
 	fflush(stdout);
 }
 
-int top_main(int argc, char **argv)
+int top_main(const struct top_args *a)
 {
 	struct snap prev = { 0 }, cur = { 0 };
-	struct top_args a;
 	double t_prev, t;
 	int err;
 
-	if (parse(argc, argv, &a))
-		return 2;
-	if ((err = snapshot(a.pid, &prev))) {
-		log_error("top: process %d is not running under comex (no /dev/shm/comex-stats.%d)", a.pid, a.pid);
+	if ((err = snapshot(a->pid, &prev))) {
+		log_error("top: process %d is not running under comex (no /dev/shm/comex-stats.%d)", a->pid, a->pid);
 		return 1;
 	}
 	t_prev = now_s();
 	for (;;) {
-		sleep_s(a.interval_s);
-		err = snapshot(a.pid, &cur);
+		sleep_s(a->interval_s);
+		err = snapshot(a->pid, &cur);
 		t = now_s();
 		if (err == -ESRCH) { /* the one program watched has ended */
-			printf("process %d has exited\n", a.pid);
+			printf("process %d has exited\n", a->pid);
 			break;
 		}
 		if (err) {
 			log_error("top: reading the counters: %s", strerror(-err));
 			break;
 		}
-		print_frame(&cur, &prev, t - t_prev, !a.once && isatty(STDOUT_FILENO));
+		print_frame(&cur, &prev, t - t_prev, !a->once && isatty(STDOUT_FILENO));
 		snap_free(&prev);
 		prev = cur, t_prev = t;
 		cur = (struct snap){ 0 };
-		if (a.once)
+		if (a->once)
 			break;
 	}
 	snap_free(&prev);
