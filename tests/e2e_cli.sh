@@ -64,6 +64,8 @@ grep -qxF "$(table_usage swap)" <<<"$out" || fail "swap up --json: $out"
 
 "$bin" token "$dir/tok" >/dev/null || fail "token generation"
 [ "$(stat -c %a "$dir/tok")" = 600 ] || fail "token mode is not 0600"
+"$bin" token "$dir/new/comex/tok" >/dev/null || fail "token in a directory not made yet (/etc/comex on a fresh machine)"
+[ "$(stat -c %a "$dir/new/comex/tok")" = 600 ] || fail "token in a new directory: mode is not 0600"
 "$bin" token "$dir/tok" >/dev/null 2>&1 && fail "token overwrote an existing file"
 chmod 644 "$dir/tok"
 out=$("$bin" memnode --pool 4M --token-file "$dir/tok" 2>&1) && fail "world-readable token accepted"

@@ -15,6 +15,7 @@
 #include "manpage.h"
 #include "memnode.h"
 #include "options.h"
+#include "paths.h"
 #include "run.h"
 #include "status.h"
 #include "swap.h"
@@ -174,8 +175,14 @@ static int cmd_drain(int argc, char **argv)
 
 static int cmd_token(int argc, char **argv)
 {
+	const char *slash;
+
 	if (argc != 2 || argv[1][0] == '-')
 		return usage_error("token");
+	if ((slash = strrchr(argv[1], '/')) && paths_make_dirs(argv[1], (unsigned long)(slash - argv[1]))) {
+		log_error("cannot create the directory of %s: %m", argv[1]); /* /etc/comex: fresh machines lack it */
+		return 1;
+	}
 	if (auth_token_generate(argv[1]))
 		return 1;
 	printf("wrote a new cluster token to %s; give the same file (mode 0600) to every memnode and client\n", argv[1]);

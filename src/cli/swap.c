@@ -24,6 +24,7 @@
 #include "json.h"
 #include "log.h"
 #include "options.h"
+#include "paths.h"
 #include "programs.h"
 #include "blockmap.h"
 #include "swapd.h"
@@ -266,24 +267,6 @@ static int stop_daemon(const char *dev, pid_t pid)
 	return -ETIMEDOUT;
 }
 
-/* mkdir -p path (mode 0755): the default swap-dir's parent /run/comex does
- * not exist on a fresh machine. 0, or -1 with errno set. */
-static int make_dirs(const char *path)
-{
-	char p[OPT_STR_MAX];
-
-	snprintf(p, sizeof(p), "%s", path);
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = 0;
-		if (mkdir(p, 0755) && errno != EEXIST)
-			return -1;
-		*s = '/';
-	}
-	return mkdir(p, 0755) && errno != EEXIST ? -1 : 0;
-}
-
 int swap_up(const struct options *o)
 {
 	char name[32], dev[512], pidp[512], loopp[512], loop[64] = "", cmd[1024], num[32];
@@ -292,7 +275,7 @@ int swap_up(const struct options *o)
 
 	if (check_up_args(o))
 		return 2;
-	if (make_dirs(opt_str(o, OPT_SWAP_DIR))) {
+	if (paths_make_dirs(opt_str(o, OPT_SWAP_DIR), strlen(opt_str(o, OPT_SWAP_DIR)))) { /* /run/comex: fresh machines lack it */
 		log_error("cannot create swap-dir %s: %m", opt_str(o, OPT_SWAP_DIR));
 		return 1;
 	}
