@@ -49,6 +49,7 @@ touch "$dir/stop.native"
 $py "$src/tests/progs/busy_pages.py" 64 "$dir/ready.native" "$dir/stop.native" >"$dir/native.out" || fail "native run"
 "$bin" run --memnode "$a1,$a2" --token-file "$dir/tok" --local-mem 24M -- \
   $py "$src/tests/progs/busy_pages.py" 64 "$dir/ready" "$dir/stop" >"$dir/comex.out" 2>"$dir/run.log" & prog=$!
+pids+=($prog) # ended by cleanup when a check fails
 while [ ! -e "$dir/ready" ]; do kill -0 $prog 2>/dev/null || fail "program under comex died"; sleep 0.1; done
 pid=$(cat /proc/$prog/task/*/children 2>/dev/null | tr ' ' '\n' | grep . | head -1)
 [ -n "$pid" ] && [ -e /dev/shm/comex-stats.$pid ] || pid=$prog
