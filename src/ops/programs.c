@@ -100,7 +100,8 @@ int programs_snapshot(int pid, struct program **out, size_t *n_out)
 	closedir(dir);
 	if (err != -ENOMEM)
 		err = 0;
-	qsort(arr, n, sizeof(*arr), by_pid);
+	if (n) /* qsort's array must not be NULL, even empty */
+		qsort(arr, n, sizeof(*arr), by_pid);
 done:
 	if (err) {
 		free(arr);
