@@ -1,9 +1,10 @@
-/* stats: shared file, JSON with snprintf into a caller buffer (no stdio streams). */
+/* stats: shared file, JSON (json.c) into a caller buffer (no stdio streams). */
 #include "stats.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "log.h"
 
 static void shm_path(int pid, char *buf, size_t cap)
@@ -134,11 +136,6 @@ void stats_sweep(void)
 	closedir(d);
 }
 
-#define APPEND(...) do { \
-	int k_ = snprintf(buf + len, cap - len, __VA_ARGS__); \
-	if (k_ < 0 || (size_t)k_ >= cap - len) return -ENOSPC; \
-	len += (size_t)k_; } while (0)
-
 void stats_prefetch_shares(const struct stats *s, double *accuracy, double *coverage)
 {
 	uint64_t used = __atomic_load_n(&s->prefetch_probes_used, __ATOMIC_RELAXED);
@@ -152,30 +149,36 @@ void stats_prefetch_shares(const struct stats *s, double *accuracy, double *cove
 
 int stats_json(const struct stats *s, char *buf, size_t cap)
 {
-	size_t len = 0;
+	struct json j;
 	double acc, cov;
 
-	APPEND("{\n  \"schema\": \"comex-stats/1\",\n  \"pid\": %d,\n", s->pid);
-#define X(name) APPEND("  \"%s\": %llu,\n", #name, \
-		(unsigned long long)__atomic_load_n(&s->name, __ATOMIC_RELAXED));
+	json_init(&j, buf, cap);
+	json_open(&j, NULL, '{', true);
+	json_str(&j, "schema", "comex-stats/1");
+	json_int(&j, "pid", s->pid);
+#define X(name) json_uint(&j, #name, __atomic_load_n(&s->name, __ATOMIC_RELAXED));
 	STATS_COUNTERS(X)
 #undef X
 	stats_prefetch_shares(s, &acc, &cov);
-	APPEND(acc < 0 ? "  \"prefetch_accuracy\": null,\n" : "  \"prefetch_accuracy\": %.4f,\n", acc);
-	APPEND(cov < 0 ? "  \"prefetch_coverage\": null,\n" : "  \"prefetch_coverage\": %.4f,\n", cov);
-	APPEND("  \"memnodes_suspected\": %llu,\n", (unsigned long long)s->board.memnodes_suspected);
-	APPEND("  \"memnodes\": [");
-	for (int i = 0; i < s->nodes && i < OPT_MEMNODE_MAX; i++)
-		APPEND("%s\n    {\"addr\": \"%s\", \"frames_held\": %llu, \"suspect\": %s, \"waited_on\": %s}",
-		       i ? "," : "", s->node_addr[i], (unsigned long long)s->frames_held[i],
-		       s->board.suspect_nodes >> i & 1 ? "true" : "false",
-		       s->board.waiting_node == (uint64_t)i + 1 ? "true" : "false");
-	APPEND("\n  ],\n  \"hist_remote_ns\": [");
+	json_num(&j, "prefetch_accuracy", "%.4f", acc < 0 ? NAN : acc);
+	json_num(&j, "prefetch_coverage", "%.4f", cov < 0 ? NAN : cov);
+	json_uint(&j, "memnodes_suspected", s->board.memnodes_suspected);
+	json_open(&j, "memnodes", '[', true);
+	for (int i = 0; i < s->nodes && i < OPT_MEMNODE_MAX; i++) {
+		json_open(&j, NULL, '{', false);
+		json_str(&j, "addr", s->node_addr[i]);
+		json_uint(&j, "frames_held", s->frames_held[i]);
+		json_bool(&j, "suspect", s->board.suspect_nodes >> i & 1);
+		json_bool(&j, "waited_on", s->board.waiting_node == (uint64_t)i + 1);
+		json_close(&j);
+	}
+	json_close(&j);
+	json_open(&j, "hist_remote_ns", '[', false);
 	for (int i = 0; i < STATS_HIST_BUCKETS; i++)
-		APPEND("%s%llu", i ? ", " : "",
-		       (unsigned long long)__atomic_load_n(&s->hist_remote_ns[i], __ATOMIC_RELAXED));
-	APPEND("]\n}\n");
-	return (int)len;
+		json_uint(&j, NULL, __atomic_load_n(&s->hist_remote_ns[i], __ATOMIC_RELAXED));
+	json_close(&j);
+	json_close(&j);
+	return json_end(&j);
 }
 
 int stats_write_json(const struct stats *s, const char *path)

@@ -88,7 +88,7 @@ void stats_unlink(int pid);
 void stats_sweep(void);
 /* Renders s as a JSON object into buf; returns the length or -ENOSPC.
  * STATS_JSON_MAX always suffices. */
-#define STATS_JSON_MAX 8192
+#define STATS_JSON_MAX 12288
 int stats_json(const struct stats *s, char *buf, size_t cap);
 /* Prefetch accuracy: the share of sampled prefetched pages (probes) that
  * were used; coverage: the share of remote pages the program touched that

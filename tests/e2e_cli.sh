@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CLI contract: generated docs current, bad options named, token rules, refusal to run open on a public address.
+# CLI contract: generated docs current, bad options named, commands' own flags parsed and their usage taken from the command table, token rules, refusal to run open on a public address.
 set -u
 bin=${COMEX_BIN:?}; src=${COMEX_SRC:?}
 dir=$(mktemp -d /tmp/comex-cli.XXXXXX); trap 'rm -rf "$dir"' EXIT
@@ -44,8 +44,28 @@ grep -q "no cluster token" <<<"$out" || fail "no-token message: $out"
 out=$("$bin" memnode --pool 4M --allow-no-token --listen 0.0.0.0:0 2>&1) && fail "open memnode on a public address started"
 grep -q "refusing to listen on 0.0.0.0:0 without a token" <<<"$out" || fail "public no-token message: $out"
 
+# commands' own flags (the command table's): anywhere, --flag=value too; a
+# wrong one gets the table's usage line (the one comex --help shows), exit 2
+table_usage() { "$bin" --help | grep -A0 "^  $1 " | sed "s/^  $1  */usage: comex $1 /"; }
+for c in top exporter home; do
+  out=$("$bin" $c --bogus-flag 2>&1); rc=$?
+  [ $rc -eq 2 ] && grep -qxF "$(table_usage $c)" <<<"$out" || fail "$c --bogus-flag: exit $rc, not the table's usage: $out"
+done
+out=$("$bin" top --interval 2>&1) && fail "top --interval without a value accepted"
+grep -q "top: --interval takes SECONDS" <<<"$out" || fail "top --interval without a value: $out"
+out=$("$bin" top --interval=0.01 2>&1) && fail "top --interval=0.01 accepted"
+grep -q "top: --interval takes seconds, 0.1 to 3600, got '0.01'" <<<"$out" || fail "top --interval=0.01: $out"
+"$bin" top --interval=0.1 --once >/dev/null || fail "top --interval=0.1 --once"
+out=$("$bin" status --interval 0 extra 2>&1) && fail "status with an argument accepted"
+grep -q "unexpected argument 'extra'" <<<"$out" && grep -qxF "$(table_usage status)" <<<"$out" || fail "status argument: $out"
+[ "$("$bin" swap status --json --swap-dir "$dir/none")" = "[]" ] || fail "swap status --json before an option"
+out=$("$bin" swap up --json 2>&1) && fail "swap up --json accepted"
+grep -qxF "$(table_usage swap)" <<<"$out" || fail "swap up --json: $out"
+
 "$bin" token "$dir/tok" >/dev/null || fail "token generation"
 [ "$(stat -c %a "$dir/tok")" = 600 ] || fail "token mode is not 0600"
+"$bin" token "$dir/new/comex/tok" >/dev/null || fail "token in a directory not made yet (/etc/comex on a fresh machine)"
+[ "$(stat -c %a "$dir/new/comex/tok")" = 600 ] || fail "token in a new directory: mode is not 0600"
 "$bin" token "$dir/tok" >/dev/null 2>&1 && fail "token overwrote an existing file"
 chmod 644 "$dir/tok"
 out=$("$bin" memnode --pool 4M --token-file "$dir/tok" 2>&1) && fail "world-readable token accepted"

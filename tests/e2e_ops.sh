@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Operator tools against a real program under comex run and real memnodes: comex top, comex status (table and JSON, a failed node, imbalance), Prometheus scrapes of the memnode and the exporter validated by a parser; the program's output matches its native run.
+# Operator tools against a real program under comex run and real memnodes: comex top, comex status (table and JSON, a failed node, imbalance), Prometheus scrapes of the memnode and the exporter validated by a parser; as root, a comex swap device shown by top and the exporter; the program's output matches its native run.
 set -u
 build=${COMEX_BUILD:?}; bin=${COMEX_BIN:?}; src=${COMEX_SRC:?}
 py=/usr/bin/python3
@@ -13,7 +13,9 @@ $py -c 'import prometheus_client' 2>/dev/null || { echo "FAIL: python3-prometheu
 command -v curl >/dev/null || { echo "FAIL: curl missing (scripts/deps.sh)"; exit 1; }
 dir=$(mktemp -d /tmp/comex-e2e-ops.XXXXXX)
 pids=()
+swapname=e2eops$$ swapdev=
 cleanup() {
+  [ -n "$swapdev" ] && "$bin" swap down --swap-dir "$dir/swap" "$swapdev"
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
   rm -rf "$dir"
@@ -47,6 +49,7 @@ touch "$dir/stop.native"
 $py "$src/tests/progs/busy_pages.py" 64 "$dir/ready.native" "$dir/stop.native" >"$dir/native.out" || fail "native run"
 "$bin" run --memnode "$a1,$a2" --token-file "$dir/tok" --local-mem 24M -- \
   $py "$src/tests/progs/busy_pages.py" 64 "$dir/ready" "$dir/stop" >"$dir/comex.out" 2>"$dir/run.log" & prog=$!
+pids+=($prog) # ended by cleanup when a check fails
 while [ ! -e "$dir/ready" ]; do kill -0 $prog 2>/dev/null || fail "program under comex died"; sleep 0.1; done
 pid=$(cat /proc/$prog/task/*/children 2>/dev/null | tr ' ' '\n' | grep . | head -1)
 [ -n "$pid" ] && [ -e /dev/shm/comex-stats.$pid ] || pid=$prog
@@ -110,6 +113,18 @@ PY
 out=$("$bin" status --memnode "$a1" --interval 0 2>&1) && fail "status without the token succeeded"
 grep -q "failed" <<<"$out" || fail "status without token: $out"
 
+# --- a comex swap device (on its embedded memnode): top shows it
+if [ "$(id -u)" -eq 0 ] && [ -w /dev/fuse ] && command -v losetup >/dev/null && command -v swapon >/dev/null; then
+  swapdev=$("$bin" swap up --size 32M --priority 0 --name $swapname --swap-dir "$dir/swap" 2>"$dir/swapup.log" |
+    tail -n 1)
+  [ -n "$swapdev" ] || fail "swap up"
+  "$bin" top --once --interval 0.2 >"$dir/top_swap.out" || fail "top --once with a swap device"
+  grep -q "^$swapname  *[0-9][0-9]*  *32.0M " "$dir/top_swap.out" || fail "top without the swap device: $(cat "$dir/top_swap.out")"
+  echo "ok: top: $(grep "^$swapname " "$dir/top_swap.out")"
+else
+  echo "skip: the swap device part (root, /dev/fuse, losetup and swapon needed)"
+fi
+
 # --- Prometheus: the memnode's endpoint, the exporter's, and the exporter once
 curl -sf "http://127.0.0.1:$mport/metrics" >"$dir/memnode.prom" || fail "scrape of the memnode"
 $py "$src/tests/promcheck.py" "$dir/memnode.prom" comex_memnode_used_bytes comex_memnode_requests \
@@ -125,12 +140,13 @@ curl -sf "http://127.0.0.1:$eport/metrics" >"$dir/exporter.prom" || fail "scrape
 "$bin" exporter --once >"$dir/exporter_once.prom" || fail "exporter --once"
 for f in exporter.prom exporter_once.prom; do
   $py "$src/tests/promcheck.py" "$dir/$f" comex_programs comex_program_faults comex_program_remote_fault_seconds \
-    comex_program_resident_bytes comex_program_read_bytes || fail "exporter exposition $f"
+    comex_program_resident_bytes comex_program_read_bytes comex_swap_devices ${swapdev:+comex_swap_reads \
+    comex_swap_stored_bytes comex_swap_copies comex_swap_request_seconds} || fail "exporter exposition $f"
 done
-$py - "$dir/exporter.prom" "$pid" <<'PY' || fail "exporter values"
+$py - "$dir/exporter.prom" "$pid" "${swapdev:+$swapname}" <<'PY' || fail "exporter values"
 import sys
 from prometheus_client.parser import text_string_to_metric_families
-pid = sys.argv[2]
+pid, swap = sys.argv[2], sys.argv[3]
 fams = {f.name: f for f in text_string_to_metric_families(open(sys.argv[1]).read())}
 def val(fam, name, **labels):
     return [s.value for s in fams[fam].samples if s.name == name and s.labels.get("pid") == pid
@@ -141,7 +157,23 @@ count = val("comex_program_remote_fault_seconds", "comex_program_remote_fault_se
 assert remote > 0 and count > 0, (remote, count)
 assert sum(val("comex_program_remote_bytes", "comex_program_remote_bytes")) > 0
 print("ok: exporter remote faults", remote, "histogram count", count)
+if swap:  # the device: its size and copies; swapon read its header
+    def dev(fam, name, **labels):
+        return [s.value for s in fams[fam].samples if s.name == name and s.labels.get("device") == swap
+                and all(s.labels.get(k) == v for k, v in labels.items())]
+    assert fams["comex_swap_devices"].samples[0].value >= 1
+    assert dev("comex_swap_size_bytes", "comex_swap_size_bytes") == [32 << 20]
+    assert dev("comex_swap_copies", "comex_swap_copies") == [1]
+    reads = dev("comex_swap_reads", "comex_swap_reads_total")[0]
+    assert reads > 0 and dev("comex_swap_request_seconds", "comex_swap_request_seconds_count", op="read") == [reads]
+    print("ok: exporter swap device", swap, "reads", reads)
 PY
+if [ -n "$swapdev" ]; then
+  "$bin" swap down --swap-dir "$dir/swap" "$swapdev" || fail "swap down"
+  swapdev=
+  "$bin" exporter --once | grep -q "device=\"$swapname\"" && fail "the exporter shows the device after down"
+  echo "ok: swap down: the exporter no longer shows $swapname"
+fi
 kill -TERM $ex; wait $ex || fail "exporter did not stop cleanly on SIGTERM"
 
 # --- the program ends with the output of its native run

@@ -35,7 +35,7 @@ int main(void)
 	snprintf(both, sizeof(both), "%s,%s", a.addr, b.addr);
 	CHECK(client_for((const char *[]){ "--memnode", both, "--token-file", token, "--replenish-threshold", "64",
 					   "--replenish-order", "6", NULL }, &c) == 0);
-	CHECK(blockmap_create(c, BLOCKS, 1, &m) == 0);
+	CHECK(blockmap_create(c, BLOCKS, 1, 0, &m) == 0);
 	CHECK(blockmap_write(m, BLOCKS - 1, 2, buf) == -EINVAL && blockmap_read(m, BLOCKS, 1, buf) == -EINVAL);
 	check_all(m, buf); /* nothing stored: zeros */
 
@@ -75,7 +75,7 @@ int main(void)
 	int err = 0;
 	uint64_t blk;
 
-	CHECK(blockmap_create(c, 2 * BLOCKS, 1, &m2) == 0);
+	CHECK(blockmap_create(c, 2 * BLOCKS, 1, 0, &m2) == 0);
 	for (blk = 0; blk < 2 * BLOCKS && !err; blk += MAX_RUN) {
 		uint32_t n = 2 * BLOCKS - blk < MAX_RUN ? (uint32_t)(2 * BLOCKS - blk) : MAX_RUN;
 

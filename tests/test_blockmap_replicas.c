@@ -77,9 +77,8 @@ int main(void)
 	snprintf(all, sizeof(all), "%s,%s,%s", mn[0].addr, mn[1].addr, mn[2].addr);
 	CHECK(client_for((const char *[]){ "--memnode", all, "--token-file", token, "--replenish-threshold", "64",
 					   "--replenish-order", "6", "--op-timeout", "2s", NULL }, &c) == 0);
-	CHECK(blockmap_create(c, BLOCKS, 4, &m) == -EINVAL);
-	setenv("COMEX_TEST_REPAIR_DELAY_US", "500", 1); /* writes come in during repairs */
-	CHECK(blockmap_create(c, BLOCKS, 2, &m) == 0);
+	CHECK(blockmap_create(c, BLOCKS, 4, 0, &m) == -EINVAL);
+	CHECK(blockmap_create(c, BLOCKS, 2, 500000, &m) == 0); /* test-repair-delay 500us: writes come in during repairs */
 	churn(m, buf, 0, 800);
 	check_all(m, buf);
 	blockmap_counts(m, &stored, &degraded);

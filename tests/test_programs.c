@@ -1,4 +1,4 @@
-/* test_programs: the stats segment as comex top and the exporter read it: log2 bucket bounds, percentiles from a histogram, a live segment found by pid and by scan, a dead or foreign one skipped. */
+/* test_programs: the stats segment as comex top and the exporter read it: log2 bucket bounds, percentiles from a histogram, a live segment found by pid and by scan, a dead or foreign one skipped; the same for the swap devices' counters. */
 #include "programs.h"
 
 #include <errno.h>
@@ -65,6 +65,54 @@ static void test_snapshot(void)
 	CHECK(programs_snapshot(999999999, &p, &n) == -ESRCH);
 }
 
+/* Writes /dev/shm/comex-swap.NAME holding bytes of st */
+static void swap_segment(const char *name, const struct swapd_stats *st, size_t bytes)
+{
+	char path[128];
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/shm/comex-swap.%s", name);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	CHECK(fd >= 0 && write(fd, st, bytes) == (ssize_t)bytes);
+	close(fd);
+}
+
+/* comex swap devices: a live daemon's counters found by the scan; another
+ * layout (magic), a shorter file or a dead daemon's skipped */
+static void test_swapdevs(void)
+{
+	struct swapd_stats st = { .magic = SWAPD_STATS_MAGIC, .pid = getpid(), .size_bytes = 32 << 20, .copies = 2 };
+	char live[64], other[64], shorter[64], dead[64], path[128];
+	const char *const names[] = { live, other, shorter, dead };
+	const struct swapdev *d;
+	struct swapdev *all;
+	size_t n;
+
+	snprintf(live, sizeof(live), "t%d-live", getpid());
+	snprintf(other, sizeof(other), "t%d-other", getpid());
+	snprintf(shorter, sizeof(shorter), "t%d-short", getpid());
+	snprintf(dead, sizeof(dead), "t%d-dead", getpid());
+	st.hist_read_ns[12] = 3;
+	swap_segment(live, &st, sizeof(st));
+	swap_segment(shorter, &st, sizeof(st) / 2);
+	st.pid = 999999999;
+	swap_segment(dead, &st, sizeof(st));
+	st.pid = getpid();
+	st.magic = 0x3130504157535842ull;
+	swap_segment(other, &st, sizeof(st));
+	CHECK(swapdevs_snapshot(&all, &n) == 0);
+	d = swapdevs_find(all, n, live);
+	CHECK(d && d->s.size_bytes == 32 << 20 && d->s.copies == 2 && d->s.pid == getpid() && d->s.hist_read_ns[12] == 3);
+	CHECK(!swapdevs_find(all, n, other) && !swapdevs_find(all, n, shorter) && !swapdevs_find(all, n, dead));
+	for (size_t i = 1; i < n; i++)
+		CHECK(strcmp(all[i - 1].name, all[i].name) < 0); /* by name */
+	free(all);
+	for (int i = 0; i < 4; i++) {
+		snprintf(path, sizeof(path), "/dev/shm/comex-swap.%s", names[i]);
+		unlink(path);
+	}
+}
+
 int main(void)
 {
 	test_buckets();
@@ -74,6 +122,7 @@ int main(void)
 		return 77;
 	}
 	test_snapshot();
+	test_swapdevs();
 	printf("test_programs: ok\n");
 	return 0;
 }

@@ -166,6 +166,7 @@ int embedded_start(const struct options *o, const struct embedded_cfg *cfg, stru
 		   size_t cap)
 {
 	char exe[PATH_MAX], token[128], log[128], launcher[24];
+	ssize_t n;
 
 	snprintf(e->dir, sizeof(e->dir), "/tmp/comex-run.XXXXXX");
 	if (!mkdtemp(e->dir)) {
@@ -177,9 +178,9 @@ int embedded_start(const struct options *o, const struct embedded_cfg *cfg, stru
 	snprintf(log, sizeof(log), "%s/memnode.log", e->dir);
 	if (auth_token_generate(token))
 		return -EIO;
-	if (readlink("/proc/self/exe", exe, sizeof(exe) - 1) < 0)
+	if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) < 0)
 		return -errno;
-	exe[sizeof(exe) - 1] = 0;
+	exe[n] = 0; /* readlink does not end it */
 	snprintf(launcher, sizeof(launcher), "%d", (int)getpid());
 	if (cfg->direct && !cfg->rma)
 		e->pool_fd = pool_file(cfg);

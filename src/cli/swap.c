@@ -21,8 +21,10 @@
 #include <unistd.h>
 
 #include "embedded.h"
+#include "json.h"
 #include "log.h"
 #include "options.h"
+#include "paths.h"
 #include "programs.h"
 #include "blockmap.h"
 #include "swapd.h"
@@ -265,24 +267,6 @@ static int stop_daemon(const char *dev, pid_t pid)
 	return -ETIMEDOUT;
 }
 
-/* mkdir -p path (mode 0755): the default swap-dir's parent /run/comex does
- * not exist on a fresh machine. 0, or -1 with errno set. */
-static int make_dirs(const char *path)
-{
-	char p[OPT_STR_MAX];
-
-	snprintf(p, sizeof(p), "%s", path);
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = 0;
-		if (mkdir(p, 0755) && errno != EEXIST)
-			return -1;
-		*s = '/';
-	}
-	return mkdir(p, 0755) && errno != EEXIST ? -1 : 0;
-}
-
 int swap_up(const struct options *o)
 {
 	char name[32], dev[512], pidp[512], loopp[512], loop[64] = "", cmd[1024], num[32];
@@ -291,7 +275,7 @@ int swap_up(const struct options *o)
 
 	if (check_up_args(o))
 		return 2;
-	if (make_dirs(opt_str(o, OPT_SWAP_DIR))) {
+	if (paths_make_dirs(opt_str(o, OPT_SWAP_DIR), strlen(opt_str(o, OPT_SWAP_DIR)))) { /* /run/comex: fresh machines lack it */
 		log_error("cannot create swap-dir %s: %m", opt_str(o, OPT_SWAP_DIR));
 		return 1;
 	}
@@ -464,7 +448,8 @@ static const char *suspects_note(const struct swapd_stats *st, char *buf, size_t
 	return buf;
 }
 
-static void status_print(const struct status_row *r, bool json, bool first)
+/* A device's row: in the table, or (j) as an object of the JSON array */
+static void status_print(const struct status_row *r, struct json *j)
 {
 	const struct swapd_stats *st = r->st;
 	double rps = (double)(st->reads - r->reads0) * 1000 / STATUS_SAMPLE_MS,
@@ -472,6 +457,7 @@ static void status_print(const struct status_row *r, bool json, bool first)
 	/* request latency in us from the log2 histograms; -1 with none yet */
 	double lat[4] = { programs_quantile(st->hist_read_ns, 0.5), programs_quantile(st->hist_read_ns, 0.99),
 			  programs_quantile(st->hist_write_ns, 0.5), programs_quantile(st->hist_write_ns, 0.99) };
+	static const char *const lat_keys[4] = { "read_p50_us", "read_p99_us", "write_p50_us", "write_p99_us" };
 	char copies[24], note[96];
 
 	for (int i = 0; i < 4; i++)
@@ -479,46 +465,72 @@ static void status_print(const struct status_row *r, bool json, bool first)
 	/* "2", or "2(-5)" while 5 blocks have fewer copies (memnodes lost) */
 	snprintf(copies, sizeof(copies), st->degraded_blocks ? "%u(-%llu)" : "%u", st->copies,
 		 (unsigned long long)st->degraded_blocks);
-	if (json)
-		printf("%s{\"name\":\"%s\",\"device\":\"%s\",\"pid\":%d,\"size_bytes\":%llu,\"stored_blocks\":%llu,"
-		       "\"reads\":%llu,\"writes\":%llu,\"reads_per_s\":%.1f,\"writes_per_s\":%.1f,\"discards\":%llu,"
-		       "\"bytes_read\":%llu,\"bytes_written\":%llu,\"read_p50_us\":%.1f,\"read_p99_us\":%.1f,"
-		       "\"write_p50_us\":%.1f,\"write_p99_us\":%.1f,\"errors\":%llu,\"copies\":%u,"
-		       "\"degraded_blocks\":%llu,\"copies_remade\":%llu,\"memnodes\":\"%s\",\"transport\":\"%s\","
-		       "\"reads_hedged\":%llu,\"writes_hedged\":%llu,\"memnodes_suspected\":%llu,\"suspect_nodes\":%llu,"
-		       "\"waiting_node\":%llu}",
-		       first ? "" : ",", r->name, r->loop, st->pid, (unsigned long long)st->size_bytes,
-		       (unsigned long long)st->stored_blocks, (unsigned long long)st->reads,
-		       (unsigned long long)st->writes, rps, wps, (unsigned long long)st->discards,
-		       (unsigned long long)st->bytes_read, (unsigned long long)st->bytes_written, lat[0], lat[1], lat[2],
-		       lat[3], (unsigned long long)st->errors, st->copies, (unsigned long long)st->degraded_blocks,
-		       (unsigned long long)st->copies_remade, st->memnodes, st->transport[0] ? st->transport : "read",
-		       (unsigned long long)st->reads_hedged, (unsigned long long)st->writes_hedged,
-		       (unsigned long long)st->board.memnodes_suspected, (unsigned long long)st->board.suspect_nodes,
-		       (unsigned long long)st->board.waiting_node);
-	else
+	if (!j) {
 		printf("%-8s %-12s %8d %9llu %10llu %8s %9.0f %9.0f %8.1f %8.1f %8.1f %8.1f %7llu  %s%s\n", r->name, r->loop,
 		       st->pid, (unsigned long long)(st->size_bytes >> 20), (unsigned long long)(st->stored_blocks >> 8),
 		       copies, rps, wps, lat[0], lat[1], lat[2], lat[3], (unsigned long long)st->errors, st->memnodes,
 		       suspects_note(st, note, sizeof(note)));
+		return;
+	}
+	json_open(j, NULL, '{', false);
+	json_str(j, "name", r->name);
+	json_str(j, "device", r->loop);
+	json_int(j, "pid", st->pid);
+	json_uint(j, "size_bytes", st->size_bytes);
+	json_uint(j, "stored_blocks", st->stored_blocks);
+	json_uint(j, "reads", st->reads);
+	json_uint(j, "writes", st->writes);
+	json_num(j, "reads_per_s", "%.1f", rps);
+	json_num(j, "writes_per_s", "%.1f", wps);
+	json_uint(j, "discards", st->discards);
+	json_uint(j, "bytes_read", st->bytes_read);
+	json_uint(j, "bytes_written", st->bytes_written);
+	for (int i = 0; i < 4; i++)
+		json_num(j, lat_keys[i], "%.1f", lat[i]);
+	json_uint(j, "errors", st->errors);
+	json_uint(j, "copies", st->copies);
+	json_uint(j, "degraded_blocks", st->degraded_blocks);
+	json_uint(j, "copies_remade", st->copies_remade);
+	json_str(j, "memnodes", st->memnodes);
+	json_str(j, "transport", st->transport[0] ? st->transport : "read");
+	json_uint(j, "reads_hedged", st->reads_hedged);
+	json_uint(j, "writes_hedged", st->writes_hedged);
+	json_uint(j, "memnodes_suspected", st->board.memnodes_suspected);
+	json_uint(j, "suspect_nodes", st->board.suspect_nodes);
+	json_uint(j, "waiting_node", st->board.waiting_node);
+	json_close(j);
 }
+
+/* The JSON's room: a device's row, its memnodes escaped (6 bytes a character at most) */
+#define STATUS_JSON_ROOM (STATUS_DEVICES * (1024 + 6 * OPT_STR_MAX) + 16)
 
 int swap_status(const struct options *o, bool json)
 {
 	static struct status_row rows[STATUS_DEVICES];
+	static char buf[STATUS_JSON_ROOM];
 	unsigned n = status_rows(o, rows);
+	struct json j;
+	int len;
 
 	if (n) /* the request rates are over this window */
 		nanosleep(&(struct timespec){ STATUS_SAMPLE_MS / 1000, (STATUS_SAMPLE_MS % 1000) * 1000000L }, NULL);
-	if (json)
-		printf("[");
-	else
+	if (!json) {
 		printf("%-8s %-12s %8s %9s %10s %8s %9s %9s %8s %8s %8s %8s %7s  %s\n", "NAME", "DEVICE", "PID",
 		       "SIZE_MIB", "STORED_MIB", "COPIES", "READS/s", "WRITES/s", "RD_P50us", "RD_P99us", "WR_P50us",
 		       "WR_P99us", "ERRORS", "MEMNODES");
+		for (unsigned i = 0; i < n; i++)
+			status_print(&rows[i], NULL);
+		return 0;
+	}
+	json_init(&j, buf, sizeof(buf));
+	json_open(&j, NULL, '[', false);
 	for (unsigned i = 0; i < n; i++)
-		status_print(&rows[i], json, i == 0);
-	if (json)
-		printf("]\n");
+		status_print(&rows[i], &j);
+	json_close(&j);
+	if ((len = json_end(&j)) < 0) {
+		log_error("swap status: the JSON does not fit in %zu bytes", sizeof(buf));
+		return 1;
+	}
+	fwrite(buf, 1, (size_t)len, stdout);
 	return 0;
 }

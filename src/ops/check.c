@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "client.h"
+#include "clock.h"
 #include "log.h"
 #include "options.h"
 
@@ -20,14 +21,6 @@ struct run { uint32_t pfn, count; };
 static uint64_t pattern(unsigned node, uint32_t pfn, unsigned word)
 {
 	return ((uint64_t)node << 56) ^ ((uint64_t)pfn << 20) ^ word ^ 0x5a5a5a5a5a5a5a5aull;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static int write_pages(struct comex_client *c, unsigned node, uint32_t pages, uint64_t *buf,

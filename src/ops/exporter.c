@@ -1,6 +1,7 @@
 /* Families are written one at a time with every program's sample beneath
- * (the format wants a family's samples together), labelled pid and command.
- * Values come from one snapshot per scrape (programs.h). */
+ * (the format wants a family's samples together), labelled pid and command,
+ * then the comex swap devices', labelled device. Values come from one
+ * snapshot per scrape (programs.h). */
 #include "exporter.h"
 
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blockmap.h"
 #include "http_metrics.h"
 #include "log.h"
 #include "programs.h"
@@ -17,9 +19,10 @@
 
 #define EXPORTER_LISTEN "127.0.0.1:9730"
 
-#define FIELD(f) offsetof(struct stats, f)
+#define FIELD(f) offsetof(struct program, s.f)
 
-/* One sample per program: counter or gauge at offset off, times scale. */
+/* One sample per program (per swap device in swap_families): counter or
+ * gauge at offset off of its record, times scale. */
 static const struct family {
 	const char *name, *type, *help;
 	size_t off;
@@ -57,9 +60,44 @@ static const struct kind { const char *kind; size_t count, ns; } kinds[] = {
 	{ "spurious", FIELD(faults_spurious), 0 },
 };
 
-static double at(const struct stats *s, size_t off)
+#define SWAP_FIELD(f) offsetof(struct swapdev, s.f)
+
+/* One sample per comex swap device (label device, its name), as families[]
+ * (64-bit fields only) */
+static const struct family swap_families[] = {
+	{ "comex_swap_size_bytes", "gauge", "Size of the swap device.", SWAP_FIELD(size_bytes), 1 },
+	{ "comex_swap_stored_bytes", "gauge", "Swapped-out data the device holds on memnodes (once, whatever the copies).", SWAP_FIELD(stored_blocks), BLOCKMAP_BLOCK },
+	{ "comex_swap_degraded_blocks", "gauge", "Blocks stored with fewer copies than asked (memnodes lost).", SWAP_FIELD(degraded_blocks), 1 },
+	{ "comex_swap_copies_remade_total", "counter", "Block copies remade by re-replication.", SWAP_FIELD(copies_remade), 1 },
+	{ "comex_swap_reads_total", "counter", "Read requests (swap-ins) served.", SWAP_FIELD(reads), 1 },
+	{ "comex_swap_writes_total", "counter", "Write requests (swap-outs) served.", SWAP_FIELD(writes), 1 },
+	{ "comex_swap_discards_total", "counter", "Discard requests (freed swap) served.", SWAP_FIELD(discards), 1 },
+	{ "comex_swap_read_bytes_total", "counter", "Bytes read from the device.", SWAP_FIELD(bytes_read), 1 },
+	{ "comex_swap_written_bytes_total", "counter", "Bytes written to the device.", SWAP_FIELD(bytes_written), 1 },
+	{ "comex_swap_errors_total", "counter", "Requests failed.", SWAP_FIELD(errors), 1 },
+};
+
+static double at(const void *rec, size_t off)
 {
-	return (double)*(const uint64_t *)((const char *)s + off);
+	return (double)*(const uint64_t *)((const char *)rec + off);
+}
+
+/* Families fams[0..nf), each with a sample of each of the n records at
+ * recs (size bytes apart), labelled by label. */
+static void write_families(FILE *f, const struct family *fams, size_t nf, const void *recs, size_t size, size_t n,
+			   void (*label)(const void *rec, char *buf, size_t cap))
+{
+	char l[256];
+
+	for (size_t k = 0; k < nf; k++) {
+		prom_family(f, fams[k].name, fams[k].type, fams[k].help);
+		for (size_t i = 0; i < n; i++) {
+			const void *rec = (const char *)recs + i * size;
+
+			label(rec, l, sizeof(l));
+			prom_sample(f, fams[k].name, l, at(rec, fams[k].off) * fams[k].scale);
+		}
+	}
 }
 
 /* pid="…",command="…" with the command escaped as the format requires. */
@@ -77,25 +115,30 @@ static void labels(const struct program *p, const char *extra, char *buf, size_t
 	snprintf(buf, cap, "pid=\"%d\",command=\"%s\"%s%s", p->pid, comm, extra ? "," : "", extra ? extra : "");
 }
 
-static void write_histogram(FILE *f, const struct program *p)
+static void program_label(const void *p, char *buf, size_t cap) { labels(p, NULL, buf, cap); }
+
+/* Histogram name's samples of a log2 histogram (stats.h buckets) of ns
+ * (sum_ns in all), labelled l (the le label added to its buckets). */
+static void write_histogram(FILE *f, const char *name, const char *l, const uint64_t *hist, uint64_t sum_ns)
 {
-	char l[256], le[48];
+	char bl[320], sample[96];
 	uint64_t cum = 0;
 
+	snprintf(sample, sizeof(sample), "%s_bucket", name);
 	for (unsigned i = 0; i < STATS_HIST_BUCKETS; i++) {
-		cum += p->s.hist_remote_ns[i];
+		cum += hist[i];
 		if (i + 1 < STATS_HIST_BUCKETS) /* bucket i ends at 2^(i+1) ns */
-			snprintf(le, sizeof(le), "le=\"%.9g\"", (double)(1ull << (i + 1)) / 1e9);
+			snprintf(bl, sizeof(bl), "%s,le=\"%.9g\"", l, (double)(1ull << (i + 1)) / 1e9);
 		else
-			snprintf(le, sizeof(le), "le=\"+Inf\"");
-		labels(p, le, l, sizeof(l));
-		prom_sample(f, "comex_program_remote_fault_seconds_bucket", l, (double)cum);
+			snprintf(bl, sizeof(bl), "%s,le=\"+Inf\"", l);
+		prom_sample(f, sample, bl, (double)cum);
 	}
-	labels(p, NULL, l, sizeof(l));
-	prom_sample(f, "comex_program_remote_fault_seconds_sum", l, p->s.ns_remote / 1e9);
-	/* the buckets' total, not faults_remote: a separate counter that a
-	 * scrape may see one increment apart */
-	prom_sample(f, "comex_program_remote_fault_seconds_count", l, (double)cum);
+	snprintf(sample, sizeof(sample), "%s_sum", name);
+	prom_sample(f, sample, l, (double)sum_ns / 1e9);
+	/* the buckets' total, not a count kept beside them: a separate counter
+	 * that a scrape may see one increment apart */
+	snprintf(sample, sizeof(sample), "%s_count", name);
+	prom_sample(f, sample, l, (double)cum);
 }
 
 /* Per memnode: what the program's pages occupy there, whether it is
@@ -128,8 +171,46 @@ static void write_kinds(FILE *f, const struct program *ps, size_t n, const char 
 		for (size_t i = 0; i < n && (!ns || kinds[k].ns); i++) {
 			snprintf(kind, sizeof(kind), "kind=\"%s\"", kinds[k].kind);
 			labels(&ps[i], kind, l, sizeof(l));
-			prom_sample(f, name, l, ns ? at(&ps[i].s, kinds[k].ns) / 1e9 : at(&ps[i].s, kinds[k].count));
+			prom_sample(f, name, l, ns ? at(&ps[i], kinds[k].ns) / 1e9 : at(&ps[i], kinds[k].count));
 		}
+}
+
+/* device="NAME" (names are letters, digits, - and _), and op="OP" unless NULL */
+static void swap_labels(const struct swapdev *d, const char *op, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "device=\"%s\"%s%s%s", d->name, op ? ",op=\"" : "", op ? op : "", op ? "\"" : "");
+}
+
+static void swap_label(const void *d, char *buf, size_t cap) { swap_labels(d, NULL, buf, cap); }
+
+/* The families of this host's comex swap devices */
+static int write_swap(FILE *f)
+{
+	struct swapdev *d;
+	size_t n;
+	char l[96];
+	int err = swapdevs_snapshot(&d, &n);
+
+	if (err)
+		return err;
+	prom_family(f, "comex_swap_devices", "gauge", "comex swap devices on this host whose daemon runs.");
+	prom_sample(f, "comex_swap_devices", NULL, (double)n);
+	write_families(f, swap_families, sizeof(swap_families) / sizeof(swap_families[0]), d, sizeof(*d), n,
+		       swap_label);
+	prom_family(f, "comex_swap_copies", "gauge", "Copies kept of every block (option replicas).");
+	for (size_t i = 0; i < n; i++) {
+		swap_labels(&d[i], NULL, l, sizeof(l));
+		prom_sample(f, "comex_swap_copies", l, d[i].s.copies); /* 32 bits: not in swap_families */
+	}
+	prom_family(f, "comex_swap_request_seconds", "histogram", "Time to serve a read or write request (log2 buckets).");
+	for (size_t i = 0; i < n; i++) {
+		swap_labels(&d[i], "read", l, sizeof(l));
+		write_histogram(f, "comex_swap_request_seconds", l, d[i].s.hist_read_ns, d[i].s.read_ns);
+		swap_labels(&d[i], "write", l, sizeof(l));
+		write_histogram(f, "comex_swap_request_seconds", l, d[i].s.hist_write_ns, d[i].s.write_ns);
+	}
+	free(d);
+	return 0;
 }
 
 int exporter_render(void *unused, FILE *f)
@@ -144,13 +225,7 @@ int exporter_render(void *unused, FILE *f)
 		return err;
 	prom_family(f, "comex_programs", "gauge", "Programs running under comex on this host.");
 	prom_sample(f, "comex_programs", NULL, (double)n);
-	for (size_t k = 0; k < sizeof(families) / sizeof(families[0]); k++) {
-		prom_family(f, families[k].name, families[k].type, families[k].help);
-		for (size_t i = 0; i < n; i++) {
-			labels(&ps[i], NULL, l, sizeof(l));
-			prom_sample(f, families[k].name, l, at(&ps[i].s, families[k].off) * families[k].scale);
-		}
-	}
+	write_families(f, families, sizeof(families) / sizeof(families[0]), ps, sizeof(*ps), n, program_label);
 	write_kinds(f, ps, n, "comex_program_faults_total", "Page faults served, by kind.", false);
 	write_kinds(f, ps, n, "comex_program_fault_seconds_total", "Time spent serving faults, by kind.", true);
 	prom_family(f, "comex_program_remote_bytes", "gauge", "Memory the program's evicted pages occupy, per memnode.");
@@ -166,31 +241,25 @@ int exporter_render(void *unused, FILE *f)
 		write_memnodes(f, &ps[i], 2);
 	prom_family(f, "comex_program_remote_fault_seconds", "histogram",
 		    "Time from a remote fault to its page mapped (log2 buckets).");
-	for (size_t i = 0; i < n; i++)
-		write_histogram(f, &ps[i]);
+	for (size_t i = 0; i < n; i++) {
+		labels(&ps[i], NULL, l, sizeof(l));
+		write_histogram(f, "comex_program_remote_fault_seconds", l, ps[i].s.hist_remote_ns, ps[i].s.ns_remote);
+	}
 	free(ps);
-	return ferror(f) ? -EIO : 0;
+	if (!err)
+		err = write_swap(f);
+	return err ? err : ferror(f) ? -EIO : 0;
 }
 
-int exporter_main(int argc, char **argv)
+int exporter_main(const char *listen, bool once)
 {
-	const char *listen = EXPORTER_LISTEN;
 	struct http_metrics *h;
 	unsigned port = 0;
 	sigset_t stop;
-	int sig, once = 0;
+	int sig;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--listen") && i + 1 < argc) {
-			listen = argv[++i];
-		} else if (!strcmp(argv[i], "--once")) {
-			once = 1;
-		} else {
-			fprintf(stderr, "usage: comex exporter [--listen HOST:PORT (default %s)] [--once]\n",
-				EXPORTER_LISTEN);
-			return 2;
-		}
-	}
+	if (!listen)
+		listen = EXPORTER_LISTEN;
 	if (once)
 		return exporter_render(NULL, stdout) ? 1 : 0;
 	sigemptyset(&stop);

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 
 #define SHM_PREFIX "comex-stats."
+#define SWAP_PREFIX "comex-swap."
 
 static bool alive(int pid)
 {
@@ -39,13 +40,13 @@ static void read_comm(int pid, char *buf, size_t cap)
 		snprintf(buf, cap, "?");
 }
 
-static void copy_stats(struct stats *dst, const struct stats *src)
+/* A copy of a live segment of bytes (whole words), word by word */
+static void copy_words(void *dst, const void *src, size_t bytes)
 {
-	const uint64_t *from = (const uint64_t *)src;
-	uint64_t *to = (uint64_t *)dst;
+	const uint64_t *from = src;
+	uint64_t *to = dst;
 
-	_Static_assert(sizeof(struct stats) % 8 == 0, "stats is whole words");
-	for (size_t i = 0; i < sizeof(*src) / 8; i++)
+	for (size_t i = 0; i < bytes / 8; i++)
 		to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED);
 }
 
@@ -68,7 +69,8 @@ static int add(int pid, struct program **arr, size_t *n, size_t *cap)
 	}
 	(*arr)[*n].pid = pid;
 	read_comm(pid, (*arr)[*n].comm, sizeof((*arr)[*n].comm));
-	copy_stats(&(*arr)[*n].s, s);
+	_Static_assert(sizeof(struct stats) % 8 == 0, "stats is whole words");
+	copy_words(&(*arr)[*n].s, s, sizeof(*s));
 	stats_close(s);
 	(*n)++;
 	return 0;
@@ -100,7 +102,8 @@ int programs_snapshot(int pid, struct program **out, size_t *n_out)
 	closedir(dir);
 	if (err != -ENOMEM)
 		err = 0;
-	qsort(arr, n, sizeof(*arr), by_pid);
+	if (n) /* qsort's array must not be NULL, even empty */
+		qsort(arr, n, sizeof(*arr), by_pid);
 done:
 	if (err) {
 		free(arr);
@@ -116,6 +119,62 @@ const struct program *programs_find(const struct program *p, size_t n, int pid)
 	for (size_t i = 0; i < n; i++)
 		if (p[i].pid == pid)
 			return &p[i];
+	return NULL;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct swapdev *)a)->name, ((const struct swapdev *)b)->name);
+}
+
+int swapdevs_snapshot(struct swapdev **out, size_t *n_out)
+{
+	struct swapdev *arr = NULL;
+	size_t n = 0, cap = 0;
+	DIR *dir = opendir("/dev/shm");
+	struct dirent *d;
+
+	while (dir && (d = readdir(dir))) {
+		const char *name = d->d_name + strlen(SWAP_PREFIX);
+		const struct swapd_stats *s;
+
+		if (strncmp(d->d_name, SWAP_PREFIX, strlen(SWAP_PREFIX)) || strlen(name) >= sizeof(arr->name) ||
+		    swapd_stats_open(name, &s))
+			continue;
+		if (n == cap) {
+			size_t c = cap ? 2 * cap : 4;
+			struct swapdev *p = realloc(arr, c * sizeof(*p));
+
+			if (!p) {
+				swapd_stats_close(s);
+				closedir(dir);
+				free(arr);
+				return -ENOMEM;
+			}
+			arr = p, cap = c;
+		}
+		_Static_assert(sizeof(struct swapd_stats) % 8 == 0, "swapd_stats is whole words");
+		copy_words(&arr[n].s, s, sizeof(*s));
+		swapd_stats_close(s);
+		if (!alive(arr[n].s.pid))
+			continue; /* its daemon was killed */
+		snprintf(arr[n].name, sizeof(arr[n].name), "%s", name);
+		n++;
+	}
+	if (dir)
+		closedir(dir);
+	if (n)
+		qsort(arr, n, sizeof(*arr), by_name);
+	*out = arr;
+	*n_out = n;
+	return 0;
+}
+
+const struct swapdev *swapdevs_find(const struct swapdev *d, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(d[i].name, name))
+			return &d[i];
 	return NULL;
 }
 

@@ -1,5 +1,6 @@
 /* programs: the programs running under comex on this host, found through
- * their counters /dev/shm/comex-stats.PID (src/stats.h); the files of dead
+ * their counters /dev/shm/comex-stats.PID (src/stats.h), and its comex swap
+ * devices, through /dev/shm/comex-swap.NAME (swapd.h); the files of dead
  * processes (a program killed by SIGKILL leaves its file) are skipped. */
 #ifndef COMEX_OPS_PROGRAMS_H
 #define COMEX_OPS_PROGRAMS_H
@@ -8,6 +9,7 @@
 #include <stdint.h>
 
 #include "stats.h"
+#include "swapd.h"
 
 struct program {
 	int pid;
@@ -20,6 +22,16 @@ struct program {
 int programs_snapshot(int pid, struct program **out, size_t *n_out);
 /* The entry for pid in a snapshot, or NULL. */
 const struct program *programs_find(const struct program *p, size_t n, int pid);
+struct swapdev {
+	char name[64];          /* the device's name in swap-dir */
+	struct swapd_stats s;   /* a copy taken by swapdevs_snapshot() */
+};
+
+/* Snapshots every comex swap device whose daemon runs, by name, into a
+ * malloc'd array (none: NULL, 0). */
+int swapdevs_snapshot(struct swapdev **out, size_t *n_out);
+/* The entry for name in a snapshot, or NULL. */
+const struct swapdev *swapdevs_find(const struct swapdev *d, size_t n, const char *name);
 /* Quantile q (0..1) in ns of a log2 histogram (stats.h buckets), linear
  * within the bucket it falls in; -1 when the histogram is empty. */
 double programs_quantile(const uint64_t *hist, double q);

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +15,9 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "clock.h"
+#include "json.h"
 #include "log.h"
-#include "ops_time.h"
 #include "options.h"
 #include "programs.h"
 #include "proto.h"
@@ -93,7 +95,7 @@ static void on_recv(void *arg, struct tp_ep *ep, void *user, const void *msg, si
 		p->usage[i] = proto_stats_usage(&m, i);
 	m.u.stats.raw = NULL; /* points into msg, gone after this call */
 	(p->a.t ? &p->b : &p->a)->m = m;
-	(p->a.t ? &p->b : &p->a)->t = ops_now_s();
+	(p->a.t ? &p->b : &p->a)->t = now_s();
 }
 
 static void on_error(void *arg, struct tp_ep *ep, void *user, int err)
@@ -274,87 +276,70 @@ static void print_table(const struct status *st)
 		printf("%.2f\n", imb);
 }
 
-/* JSON string: the texts here are addresses and errno/memnode messages;
- * quotes, backslashes and control characters are escaped. */
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++)
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
-	putchar('"');
-}
+/* The text's room: a memnode's row with every client's, the totals */
+#define JSON_ROOM(n) (1024 + (size_t)(n) * (1024 + PROTO_STATS_MAX_CLIENTS * 96))
 
-static void print_json(const struct status *st)
+static int print_json(const struct status *st)
 {
 	double pool, used, imb;
+	char *buf = malloc(JSON_ROOM(st->n)), id[24];
+	struct json j;
 	unsigned up, late, late_up;
+	int len;
 
+	if (!buf)
+		return -ENOMEM;
 	imb = imbalance(st, &pool, &used, &up);
 	count_suspects(st, &late, &late_up);
-	printf("{\n  \"schema\": \"comex-status/1\",\n  \"interval_s\": %g,\n  \"memnodes\": [", st->interval_s);
+	json_init(&j, buf, JSON_ROOM(st->n));
+	json_open(&j, NULL, '{', true);
+	json_str(&j, "schema", "comex-status/1");
+	json_num(&j, "interval_s", "%g", st->interval_s);
+	json_open(&j, "memnodes", '[', true);
 	for (unsigned i = 0; i < st->n; i++) {
 		const struct probe *p = &st->p[i];
 		struct row r = row_of(st, p);
-		bool first = true;
 
-		printf("%s\n    {\"addr\": ", i ? "," : "");
-		json_str(p->addr);
-		printf(", \"state\": \"%s\"", r.state);
+		json_open(&j, NULL, '{', false);
+		json_str(&j, "addr", p->addr);
+		json_str(&j, "state", r.state);
 		if (p->err) {
-			printf(", \"error\": ");
-			json_str(p->why);
-			printf("}");
+			json_str(&j, "error", p->why);
+			json_close(&j);
 			continue;
 		}
-		printf(", \"nid\": %u, \"pool_bytes\": %.0f, \"used_bytes\": %.0f, \"free_bytes\": %.0f, "
-		       "\"clients\": %u, \"requests_per_s\": %.1f, \"suspected_by\": %u, \"clients_usage\": [",
-		       p->nid, r.pool, r.used, r.free, r.clients, r.rate, p->suspected_by);
+		json_uint(&j, "nid", p->nid);
+		json_num(&j, "pool_bytes", "%.0f", r.pool);
+		json_num(&j, "used_bytes", "%.0f", r.used);
+		json_num(&j, "free_bytes", "%.0f", r.free);
+		json_uint(&j, "clients", r.clients);
+		json_num(&j, "requests_per_s", "%.1f", r.rate);
+		json_uint(&j, "suspected_by", p->suspected_by);
+		json_open(&j, "clients_usage", '[', false);
 		for (uint32_t k = 0; k < p->nusage; k++) {
 			if (p->usage[k].client_id == st->client_id)
 				continue;
-			printf("%s{\"client_id\": \"%#" PRIx64 "\", \"used_bytes\": %" PRIu64 "}", first ? "" : ", ",
-			       p->usage[k].client_id, p->usage[k].frames * PROTO_FRAME_SIZE);
-			first = false;
+			snprintf(id, sizeof(id), "%#" PRIx64, p->usage[k].client_id);
+			json_open(&j, NULL, '{', false);
+			json_str(&j, "client_id", id);
+			json_uint(&j, "used_bytes", p->usage[k].frames * PROTO_FRAME_SIZE);
+			json_close(&j);
 		}
-		printf("]}");
+		json_close(&j);
+		json_close(&j);
 	}
-	printf("\n  ],\n  \"up\": %u,\n  \"suspect\": %u,\n  \"failed\": %u,\n  \"pool_bytes\": %.0f,\n"
-	       "  \"used_bytes\": %.0f,\n  \"imbalance\": ", up - late_up, late + late_up, st->n - up - late, pool, used);
-	if (imb < 0)
-		printf("null\n}\n");
-	else
-		printf("%.4f\n}\n", imb);
-}
-
-/* Takes status's own flags out of argv (the rest are client options). */
-static int own_flags(struct status *st, int *argc, char **argv)
-{
-	int j = 1;
-
-	for (int i = 1; i < *argc; i++) {
-		char *end;
-
-		if (!strcmp(argv[i], "--json")) {
-			st->json = true;
-		} else if (!strcmp(argv[i], "--clients")) {
-			st->clients = true;
-		} else if (!strcmp(argv[i], "--interval") && i + 1 < *argc) {
-			st->interval_s = strtod(argv[++i], &end);
-			if (*end || !(st->interval_s >= 0 && st->interval_s <= 60)) {
-				log_error("status: --interval takes seconds, 0 to 60, got '%s'", argv[i]);
-				return -EINVAL;
-			}
-		} else {
-			argv[j++] = argv[i];
-		}
-	}
-	*argc = j;
-	return 0;
+	json_close(&j);
+	json_uint(&j, "up", up - late_up);
+	json_uint(&j, "suspect", late + late_up);
+	json_uint(&j, "failed", st->n - up - late);
+	json_num(&j, "pool_bytes", "%.0f", pool);
+	json_num(&j, "used_bytes", "%.0f", used);
+	json_num(&j, "imbalance", "%.4f", imb < 0 ? NAN : imb);
+	json_close(&j);
+	if ((len = json_end(&j)) > 0)
+		fwrite(buf, 1, (size_t)len, stdout);
+	free(buf);
+	return len < 0 ? len : 0;
 }
 
 static void probe_all(struct status *st)
@@ -362,7 +347,7 @@ static void probe_all(struct status *st)
 	for (unsigned i = 0; i < st->n; i++)
 		connect_and_sample(st, &st->p[i]);
 	if (st->interval_s > 0)
-		ops_sleep_s(st->interval_s);
+		sleep_s(st->interval_s);
 	for (unsigned i = 0; i < st->n; i++)
 		second_sample_and_bye(st, &st->p[i]);
 }
@@ -383,40 +368,35 @@ static void note_programs(struct status *st)
 	free(ps);
 }
 
-int status_main(int argc, char **argv)
+int status_main(const struct options *o, const struct status_args *a)
 {
-	static struct options o;
 	struct tp_callbacks cb = { .recv = on_recv, .error = on_error };
-	struct status st = { .interval_s = 1.0, .client_id = 0x5354415400000000ull | (uint64_t)getpid() };
+	struct status st = { .interval_s = a->interval_s, .json = a->json, .clients = a->clients,
+			     .client_id = 0x5354415400000000ull | (uint64_t)getpid() };
 	char addr[256];
-	int first, failed = 0;
+	int failed = 0, err;
 
-	if (own_flags(&st, &argc, argv))
+	if (*opt_str(o, OPT_TOKEN_FILE) && auth_token_load(opt_str(o, OPT_TOKEN_FILE), &st.token))
 		return 2;
-	if (options_configure(&o, SC_CLIENT, argc, argv, &first))
-		return 2;
-	if (first < argc) {
-		log_error("status: unexpected argument '%s' (usage: comex status [--json] [--clients] "
-			  "[--interval SECONDS] [--memnode HOST:PORT,...] [--token-file FILE])", argv[first]);
-		return 2;
-	}
-	if (*opt_str(&o, OPT_TOKEN_FILE) && auth_token_load(opt_str(&o, OPT_TOKEN_FILE), &st.token))
-		return 2;
-	st.timeout_ns = opt_num(&o, OPT_OP_TIMEOUT);
-	while (!opt_list_item(&o, OPT_MEMNODE, st.n, addr, sizeof(addr)))
+	st.timeout_ns = opt_num(o, OPT_OP_TIMEOUT);
+	while (!opt_list_item(o, OPT_MEMNODE, st.n, addr, sizeof(addr)))
 		st.n++;
 	st.p = calloc(st.n ? st.n : 1, sizeof(*st.p));
-	if (!st.p || tp_create(&cb, TP_RMA | (opt_num(&o, OPT_SHM) ? TP_SHM : 0), &st.tp)) {
+	if (!st.p || tp_create(&cb, TP_RMA | (opt_num(o, OPT_SHM) ? TP_SHM : 0), &st.tp)) {
 		free(st.p);
 		return 1;
 	}
 	for (unsigned i = 0; i < st.n; i++)
-		opt_list_item(&o, OPT_MEMNODE, i, st.p[i].addr, sizeof(st.p[i].addr));
+		opt_list_item(o, OPT_MEMNODE, i, st.p[i].addr, sizeof(st.p[i].addr));
 	probe_all(&st);
 	note_programs(&st);
-	if (st.json)
-		print_json(&st);
-	else
+	if (st.json) {
+		if ((err = print_json(&st))) {
+			errno = -err;
+			log_error("status: cannot write the JSON: %m");
+			failed = 1;
+		}
+	} else
 		print_table(&st);
 	for (unsigned i = 0; i < st.n; i++)
 		failed |= st.p[i].err != 0;

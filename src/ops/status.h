@@ -4,7 +4,19 @@
 #ifndef COMEX_OPS_STATUS_H
 #define COMEX_OPS_STATUS_H
 
-/* argv[0] is "status"; returns the process exit status (1 if a memnode failed). */
-int status_main(int argc, char **argv);
+#include <stdbool.h>
+
+struct options;
+
+/* json: as JSON; clients: each client's use; interval_s: the request rates'
+ * window (0: none, one sample) */
+struct status_args {
+	double interval_s;
+	bool json, clients;
+};
+
+/* The memnodes of o (option memnode, with token-file); returns the process
+ * exit status (1 if a memnode failed). */
+int status_main(const struct options *o, const struct status_args *a);
 
 #endif

@@ -12,42 +12,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blockmap.h"
+#include "clock.h"
 #include "log.h"
-#include "ops_time.h"
 #include "programs.h"
 #include "proto.h"
 
 #define MIB (1024.0 * 1024.0)
-
-struct top_args {
-	int pid;
-	double interval_s;
-	bool once;
-};
-
-static int parse(int argc, char **argv, struct top_args *a)
-{
-	*a = (struct top_args){ .interval_s = 1.0 };
-	for (int i = 1; i < argc; i++) {
-		char *end;
-
-		if (!strcmp(argv[i], "--once")) {
-			a->once = true;
-		} else if (!strcmp(argv[i], "--interval") && i + 1 < argc) {
-			a->interval_s = strtod(argv[++i], &end);
-			if (*end || !(a->interval_s >= 0.1 && a->interval_s <= 3600)) {
-				log_error("top: --interval takes seconds, 0.1 to 3600, got '%s'", argv[i]);
-				return -EINVAL;
-			}
-		} else if (argv[i][0] != '-' && !a->pid && (a->pid = (int)strtol(argv[i], &end, 10)) > 0 && !*end) {
-			continue;
-		} else {
-			fprintf(stderr, "usage: comex top [--once] [--interval SECONDS] [PID]\n");
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
 
 static void print_mib(double bytes)
 {
@@ -57,13 +28,14 @@ static void print_mib(double bytes)
 /* Counter f of cur minus prev (prev NULL: since start), per second of dt. */
 #define RATE(f) ((double)(cur->s.f - (prev ? prev->s.f : 0)) / dt)
 
-static void print_latency(const struct program *cur, const struct program *prev)
+/* p50 and p99 in us of a log2 histogram's counts since prev (NULL: since start) */
+static void print_quantiles(const uint64_t *cur, const uint64_t *prev)
 {
 	uint64_t h[STATS_HIST_BUCKETS];
 	double p50, p99;
 
 	for (unsigned i = 0; i < STATS_HIST_BUCKETS; i++)
-		h[i] = cur->s.hist_remote_ns[i] - (prev ? prev->s.hist_remote_ns[i] : 0);
+		h[i] = cur[i] - (prev ? prev[i] : 0);
 	p50 = programs_quantile(h, 0.50);
 	p99 = programs_quantile(h, 0.99);
 	if (p50 < 0)
@@ -126,15 +98,56 @@ static void print_row(const struct program *cur, const struct program *prev, dou
 	print_mib(remote * (double)PROTO_FRAME_SIZE);
 	printf(" %8.0f %8.0f %8.0f %8.0f %8.0f", RATE(faults_zero), RATE(faults_wbuf_hit),
 	       RATE(faults_rbuf_hit), RATE(faults_remote), RATE(faults_wp));
-	print_latency(cur, prev);
+	print_quantiles(cur->s.hist_remote_ns, prev ? prev->s.hist_remote_ns : NULL);
 	print_prefetch(&cur->s);
 	printf(" %8.1f %8.1f", RATE(bytes_read) / MIB, RATE(bytes_written) / MIB);
 	print_memnodes(&cur->s);
 	printf("%s\n", prev ? "" : " (since start)");
 }
 
-static void print_frame(const struct program *cur, size_t n, const struct program *prev, size_t nprev,
-			double dt, bool clear)
+/* A swap device's row: rates and latencies as a program's */
+static void print_swap_row(const struct swapdev *cur, const struct swapdev *prev, double dt)
+{
+	if (!prev)
+		dt = 1; /* shown as totals since start (no earlier sample) */
+	printf("%-15.15s %7d", cur->name, (int)cur->s.pid);
+	print_mib((double)cur->s.size_bytes);
+	print_mib((double)cur->s.stored_blocks * BLOCKMAP_BLOCK);
+	printf(" %6u %8llu %8.0f %8.0f", cur->s.copies, (unsigned long long)cur->s.degraded_blocks, RATE(reads),
+	       RATE(writes));
+	print_quantiles(cur->s.hist_read_ns, prev ? prev->s.hist_read_ns : NULL);
+	print_quantiles(cur->s.hist_write_ns, prev ? prev->s.hist_write_ns : NULL);
+	printf(" %8.1f %8.1f %7llu %s%s\n", RATE(bytes_read) / MIB, RATE(bytes_written) / MIB,
+	       (unsigned long long)cur->s.errors, cur->s.memnodes, prev ? "" : " (since start)");
+}
+
+/* One frame's counters: the programs, and (all programs watched) the swap devices */
+struct snap {
+	struct program *p;
+	struct swapdev *d;
+	size_t np, nd;
+};
+
+static int snapshot(int pid, struct snap *out)
+{
+	struct snap s = { 0 };
+	int err = programs_snapshot(pid, &s.p, &s.np);
+
+	if (!err && pid <= 0 && (err = swapdevs_snapshot(&s.d, &s.nd)))
+		free(s.p);
+	if (!err)
+		*out = s;
+	return err;
+}
+
+static void snap_free(struct snap *s)
+{
+	free(s->p);
+	free(s->d);
+	*s = (struct snap){ 0 };
+}
+
+static void print_frame(const struct snap *cur, const struct snap *prev, double dt, bool clear)
 {
 	char when[16];
 	time_t t = time(NULL);
@@ -142,49 +155,54 @@ static void print_frame(const struct program *cur, size_t n, const struct progra
 	strftime(when, sizeof(when), "%H:%M:%S", localtime(&t));
 	if (clear)
 		printf("\033[H\033[2J");
-	printf("comex top - %s, %zu program%s under comex, rates over %.1f s\n", when, n, n == 1 ? "" : "s", dt);
+	printf("comex top - %s, %zu program%s under comex, rates over %.1f s\n", when, cur->np, cur->np == 1 ? "" : "s",
+	       dt);
 	printf("%7s %-15s %9s %9s %9s %8s %8s %8s %8s %8s %7s %7s %5s %5s %8s %8s %s\n", "PID", "COMMAND", "BUDGET",
 	       "RESIDENT", "REMOTE", "ZERO/s", "WBUF/s", "RBUF/s", "REMOTE/s", "WP/s", "P50us", "P99us", "PFACC",
 	       "PFCOV", "RD_MB/s", "WR_MB/s", "MEMNODES");
-	for (size_t i = 0; i < n; i++)
-		print_row(&cur[i], programs_find(prev, nprev, cur[i].pid), dt);
+	for (size_t i = 0; i < cur->np; i++)
+		print_row(&cur->p[i], programs_find(prev->p, prev->np, cur->p[i].pid), dt);
+	if (cur->nd) {
+		printf("\n%zu comex swap device%s (request latency percentiles in us)\n", cur->nd, cur->nd == 1 ? "" : "s");
+		printf("%-15s %7s %9s %9s %6s %8s %8s %8s %7s %7s %7s %7s %8s %8s %7s %s\n", "SWAP", "PID", "SIZE",
+		       "STORED", "COPIES", "DEGRADED", "READS/s", "WRITES/s", "RD_P50", "RD_P99", "WR_P50", "WR_P99",
+		       "RD_MB/s", "WR_MB/s", "ERRORS", "MEMNODES");
+		for (size_t i = 0; i < cur->nd; i++)
+			print_swap_row(&cur->d[i], swapdevs_find(prev->d, prev->nd, cur->d[i].name), dt);
+	}
 	fflush(stdout);
 }
 
-int top_main(int argc, char **argv)
+int top_main(const struct top_args *a)
 {
-	struct program *prev = NULL, *cur = NULL;
-	size_t nprev = 0, n = 0;
-	struct top_args a;
+	struct snap prev = { 0 }, cur = { 0 };
 	double t_prev, t;
 	int err;
 
-	if (parse(argc, argv, &a))
-		return 2;
-	if ((err = programs_snapshot(a.pid, &prev, &nprev))) {
-		log_error("top: process %d is not running under comex (no /dev/shm/comex-stats.%d)", a.pid, a.pid);
+	if ((err = snapshot(a->pid, &prev))) {
+		log_error("top: process %d is not running under comex (no /dev/shm/comex-stats.%d)", a->pid, a->pid);
 		return 1;
 	}
-	t_prev = ops_now_s();
+	t_prev = now_s();
 	for (;;) {
-		ops_sleep_s(a.interval_s);
-		err = programs_snapshot(a.pid, &cur, &n);
-		t = ops_now_s();
+		sleep_s(a->interval_s);
+		err = snapshot(a->pid, &cur);
+		t = now_s();
 		if (err == -ESRCH) { /* the one program watched has ended */
-			printf("process %d has exited\n", a.pid);
+			printf("process %d has exited\n", a->pid);
 			break;
 		}
 		if (err) {
 			log_error("top: reading the counters: %s", strerror(-err));
 			break;
 		}
-		print_frame(cur, n, prev, nprev, t - t_prev, !a.once && isatty(STDOUT_FILENO));
-		free(prev);
-		prev = cur, nprev = n, t_prev = t;
-		cur = NULL;
-		if (a.once)
+		print_frame(&cur, &prev, t - t_prev, !a->once && isatty(STDOUT_FILENO));
+		snap_free(&prev);
+		prev = cur, t_prev = t;
+		cur = (struct snap){ 0 };
+		if (a->once)
 			break;
 	}
-	free(prev);
+	snap_free(&prev);
 	return err && err != -ESRCH ? 1 : 0;
 }

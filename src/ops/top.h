@@ -4,7 +4,17 @@
 #ifndef COMEX_OPS_TOP_H
 #define COMEX_OPS_TOP_H
 
-/* argv[0] is "top"; returns the process exit status. */
-int top_main(int argc, char **argv);
+#include <stdbool.h>
+
+/* What to show: pid's row only (0: every program, then the swap devices),
+ * a frame every interval_s seconds, or (once) one frame after one interval. */
+struct top_args {
+	int pid;
+	double interval_s;
+	bool once;
+};
+
+/* Returns the process exit status. */
+int top_main(const struct top_args *a);
 
 #endif

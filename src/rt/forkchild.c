@@ -82,7 +82,7 @@ static void free_slot(struct child *c)
 	if (c->snap.top)
 		pagetab_fini(&c->snap);
 	if (c->got)
-		munmap(c->got - PAGE_SIZE, PAGE_SIZE + P.c.npages);
+		os_munmap(c->got - PAGE_SIZE, PAGE_SIZE + P.c.npages);
 	*c = (struct child){ .uffd = -1, .pidfd = -1 };
 	if (--nkids)
 		return;
@@ -120,6 +120,7 @@ static void reap(void)
 int forkchild_prepare(void)
 {
 	struct child *c = NULL;
+	long got;
 	int slot;
 
 	reap();
@@ -130,9 +131,9 @@ int forkchild_prepare(void)
 	    (!runbuf && !(runbuf = rt_alloc(RUN_PAGES << PAGE_SHIFT))))
 		return -EBUSY;
 	*c = (struct child){ .uffd = -1, .pidfd = -1, .heap_hi = P.heap_hi, .map_hi = P.map_hi };
-	c->got = mmap(NULL, PAGE_SIZE + P.c.npages, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE,
+	got = os_mmap(NULL, PAGE_SIZE + P.c.npages, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE,
 		      -1, 0); /* a header page (struct shared), then the byte map */
-	c->got = c->got == MAP_FAILED ? NULL : c->got + PAGE_SIZE;
+	c->got = got == -1 ? NULL : (uint8_t *)got + PAGE_SIZE;
 	c->used = true;
 	nkids++;
 	if (!c->got || pagetab_copy(&P.tab, &c->snap)) {

@@ -59,7 +59,7 @@ int pagemap_anon_bytes(int fd, uintptr_t start, uintptr_t end, uint64_t *bytes_o
 			.category_mask = PAGE_IS_PRESENT | PAGE_IS_FILE | PAGE_IS_PFNZERO,
 			.return_mask = PAGE_IS_PRESENT,
 		};
-		long n = ioctl(fd, PAGEMAP_SCAN, &a);
+		long n = os_ioctl(fd, PAGEMAP_SCAN, &a);
 
 		if (n < 0)
 			return errno == ENOTTY ? -EOPNOTSUPP : -errno;

@@ -52,8 +52,6 @@
 #include "uffd.h"
 #include "wbuf.h"
 
-enum { FORK_PREPARE, FORK_PARENT, FORK_CHILD };
-
 struct pager P = {
 	.lock = PTHREAD_MUTEX_INITIALIZER, .reclaim_wake = PTHREAD_COND_INITIALIZER,
 	.memfd = -1, .pmfd = -1, .mapsfd = -1,
@@ -741,7 +739,7 @@ forking:
 	__atomic_store_n(&P.forking, 1, __ATOMIC_RELEASE);
 }
 
-void pager_fork(int phase)
+void pager_fork(enum fork_phase phase)
 {
 	if (!P.tab.top)
 		return;

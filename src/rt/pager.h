@@ -68,8 +68,10 @@ int pager_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newad
 int pager_outside(size_t len);
 /* True when len more bytes fit in the budget now (a hint: not locked). */
 bool pager_fits(size_t len);
+/* The phases of a fork, as pthread_atfork's three handlers */
+enum fork_phase { FORK_PREPARE, FORK_PARENT, FORK_CHILD };
 /* Fork: prepare brings every page home and holds the lock; parent/child after. */
-void pager_fork(int phase);
+void pager_fork(enum fork_phase phase);
 /* fork's result in the parent (the interposed fork), after the phases. */
 void pager_fork_result(pid_t pid);
 /* The program is exiting: forked children still served get their pages. */

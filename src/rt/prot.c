@@ -19,7 +19,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -240,7 +239,7 @@ uint32_t prot_copyable(uint64_t idx, uint32_t n)
 
 	if (unknown || P.mapsfd < 0)
 		return n;
-	if (ioctl(P.mapsfd, PROCMAP_QUERY, &q)) {
+	if (os_ioctl(P.mapsfd, PROCMAP_QUERY, &q)) {
 		unknown = errno == ENOTTY;
 		return unknown ? n : 0; /* else not copied this time */
 	}

@@ -185,7 +185,7 @@ static void *watchdog_main(void *arg)
 	return NULL;
 }
 
-static void fork_phase(int phase)
+static void fork_phase(enum fork_phase phase)
 {
 	locale_t prev = rt_enter();
 
@@ -235,33 +235,24 @@ static void *own_main(void *arg)
 static void fork_prepare(void)
 {
 	pthread_mutex_lock(&takeover);
-	fork_phase(0);
+	fork_phase(FORK_PREPARE);
 }
 
 static void fork_parent(void)
 {
-	fork_phase(1);
+	fork_phase(FORK_PARENT);
 	pthread_mutex_unlock(&takeover);
 }
 
 static void fork_child(void)
 {
-	sigset_t all, saved;
-	pthread_t t;
-
-	fork_phase(2);
+	fork_phase(FORK_CHILD);
 	pthread_mutex_init(&takeover, NULL); /* held by the forking thread, which is this one */
 	rt_mode = RT_DETACHED;
 	watchdog_forget_threads(); /* the parent's; they are not here */
 	listener_reset(); /* the parent's handlers are not here; this thread is the child's main */
 	listener_note_main();
-	sigfillset(&all); /* the runtime's threads take no signals (D18) */
-	pthread_sigmask(SIG_SETMASK, &all, &saved);
-	if (!pthread_create(&t, NULL, own_main, (void *)(intptr_t)getppid())) {
-		pthread_setname_np(t, "comex-own");
-		pthread_detach(t);
-	}
-	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	rt_start_thread(own_main, (void *)(intptr_t)getppid(), "comex-own", NULL);
 }
 
 /* Pages a batch of eviction holds beside the budget for a moment: its
@@ -355,20 +346,25 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 	return budget(client_nodes(cl), pc);
 }
 
-/* A runtime thread. Its stack (8 MiB of address space by default) is left
- * out of core dumps: a core holds the program's memory (D48), and six such
- * stacks made a 128 MiB program's core twice its size. */
-static void start_thread(void *(*fn)(void *), void *arg, const char *name)
+/* A runtime thread. It takes no signals (D18), whatever its creator's
+ * mask; its stack (8 MiB of address space by default) is left out of core
+ * dumps: a core holds the program's memory (D48), and six such stacks made
+ * a 128 MiB program's core twice its size. */
+int rt_start_thread(void *(*fn)(void *), void *arg, const char *name, pthread_t *t_out)
 {
+	sigset_t all, saved;
 	pthread_attr_t a;
 	pthread_t t;
 	void *stack;
 	size_t size;
+	int err;
 
-	if (pthread_create(&t, NULL, fn, arg)) {
-		log_error("cannot start the %s thread: %m", name);
-		fail("start-up failed");
-	}
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &saved);
+	err = pthread_create(&t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	if (err)
+		return -err;
 	pthread_setname_np(t, name);
 	if (!pthread_getattr_np(t, &a)) {
 		if (!pthread_attr_getstack(&a, &stack, &size))
@@ -376,6 +372,21 @@ static void start_thread(void *(*fn)(void *), void *arg, const char *name)
 		pthread_attr_destroy(&a);
 	}
 	pthread_detach(t);
+	if (t_out)
+		*t_out = t;
+	return 0;
+}
+
+/* A thread the runtime cannot start without */
+static void start_thread(void *(*fn)(void *), void *arg, const char *name)
+{
+	int err = rt_start_thread(fn, arg, name, NULL);
+
+	if (err) {
+		errno = -err;
+		log_error("cannot start the %s thread: %m", name);
+		fail("start-up failed");
+	}
 }
 
 enum fault_handlers { FAULT_HANDLERS_PER_CPU, FAULT_HANDLERS_ONE }; /* option fault-handlers, in its order */

@@ -8,6 +8,7 @@
 #define COMEX_RT_RT_H
 
 #include <locale.h>
+#include <pthread.h>
 #include <stdbool.h>
 
 enum rt_mode { RT_OFF, RT_MANAGED, RT_DETACHED };
@@ -23,6 +24,10 @@ extern char *rt_heap_lo, *rt_heap_hi, *rt_region_hi; /* heap arena, then the mma
 extern locale_t rt_c_locale;
 
 void rt_early(void);
+/* Starts fn(arg) as a detached runtime thread named name, which takes no
+ * signals and whose stack stays out of core dumps. Returns 0 (its id in
+ * *t_out unless NULL) or -errno. */
+int rt_start_thread(void *(*fn)(void *), void *arg, const char *name, pthread_t *t_out);
 /* Looks up the C library's descriptor calls behind interpose_fd.c's, once,
  * before any runtime thread runs (dlsym takes the dynamic linker's lock). */
 void interpose_fd_resolve(void);

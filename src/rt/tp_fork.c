@@ -29,6 +29,7 @@
 #include <ucs/type/status.h>
 
 #include "clock.h"
+#include "rt.h"
 
 struct async_ops { /* UCX's struct ucs_async_ops, member for member */
 	void (*init)(void);
@@ -141,8 +142,6 @@ static void *async_main(void *arg)
 static ucs_status_t start(void)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
-	sigset_t all, old;
-	int err;
 
 	if (S.started)
 		return UCS_OK;
@@ -151,13 +150,8 @@ static ucs_status_t start(void)
 	ev.data.fd = S.wakefd;
 	if (S.epfd < 0 || S.wakefd < 0 || epoll_ctl(S.epfd, EPOLL_CTL_ADD, S.wakefd, &ev))
 		goto close_fds;
-	sigfillset(&all); /* the thread takes no signals, as UCX's */
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&S.tid, NULL, async_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err)
+	if (rt_start_thread(async_main, NULL, "ucx-async", &S.tid)) /* no signals, as UCX's */
 		goto close_fds;
-	pthread_setname_np(S.tid, "ucx-async");
 	S.started = true;
 	return UCS_OK;
 close_fds:

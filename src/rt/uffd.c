@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
-#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -24,7 +23,7 @@ static int open_raw(void)
 	int fd;
 
 	if (dev >= 0) {
-		fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
+		fd = os_ioctl(dev, USERFAULTFD_IOC_NEW, (void *)(long)(O_CLOEXEC | O_NONBLOCK));
 		close(dev);
 		if (fd >= 0)
 			return rtfd_adopt(fd);
@@ -42,7 +41,7 @@ static int open_with(uint64_t features, int *fd_out)
 
 	if (fd < 0)
 		return fd;
-	if (ioctl(fd, UFFDIO_API, &api)) {
+	if (os_ioctl(fd, UFFDIO_API, &api)) {
 		int err = -errno;
 
 		close(fd);
@@ -94,7 +93,7 @@ int uffd_register(int fd, void *addr, size_t len, bool missing)
 		.mode = (missing ? UFFDIO_REGISTER_MODE_MISSING : 0) | UFFDIO_REGISTER_MODE_WP,
 	};
 
-	if (ioctl(fd, UFFDIO_REGISTER, &r)) {
+	if (os_ioctl(fd, UFFDIO_REGISTER, &r)) {
 		log_error("userfaultfd: register %p+%zu: %m", addr, len);
 		return -errno;
 	}
@@ -105,7 +104,7 @@ int uffd_unregister(int fd, void *addr, size_t len)
 {
 	struct uffdio_range r = { (uintptr_t)addr, len };
 
-	if (ioctl(fd, UFFDIO_UNREGISTER, &r)) {
+	if (os_ioctl(fd, UFFDIO_UNREGISTER, &r)) {
 		log_error("userfaultfd: unregister %p+%zu: %m", addr, len);
 		return -errno;
 	}
@@ -118,7 +117,7 @@ int uffd_copy(int fd, void *dst, const void *src, size_t len, int wp, size_t *co
 		.dst = (uintptr_t)dst, .src = (uintptr_t)src, .len = len,
 		.mode = wp ? UFFDIO_COPY_MODE_WP : 0,
 	};
-	int err = ioctl(fd, UFFDIO_COPY, &c) ? -errno : 0;
+	int err = os_ioctl(fd, UFFDIO_COPY, &c) ? -errno : 0;
 
 	if (copied_out)
 		*copied_out = err ? (c.copy > 0 ? (size_t)c.copy : 0) : len;
@@ -128,7 +127,7 @@ int uffd_copy(int fd, void *dst, const void *src, size_t len, int wp, size_t *co
 int uffd_zero(int fd, void *dst, size_t len, size_t *zeroed_out)
 {
 	struct uffdio_zeropage z = { .range = { (uintptr_t)dst, len } };
-	int err = ioctl(fd, UFFDIO_ZEROPAGE, &z) ? -errno : 0;
+	int err = os_ioctl(fd, UFFDIO_ZEROPAGE, &z) ? -errno : 0;
 
 	*zeroed_out = err ? (z.zeropage > 0 ? (size_t)z.zeropage : 0) : len;
 	return err;
@@ -141,7 +140,7 @@ int uffd_wp(int fd, void *addr, size_t len, int on)
 		.mode = on ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
 	};
 
-	if (ioctl(fd, UFFDIO_WRITEPROTECT, &w))
+	if (os_ioctl(fd, UFFDIO_WRITEPROTECT, &w))
 		return -errno;
 	return 0;
 }
@@ -150,7 +149,7 @@ int uffd_wake(int fd, void *addr, size_t len)
 {
 	struct uffdio_range r = { (uintptr_t)addr, len };
 
-	if (ioctl(fd, UFFDIO_WAKE, &r))
+	if (os_ioctl(fd, UFFDIO_WAKE, &r))
 		return -errno;
 	return 0;
 }
@@ -161,7 +160,7 @@ int uffd_move(int fd, void *dst, const void *src, size_t len, size_t *moved_out)
 		.dst = (uintptr_t)dst, .src = (uintptr_t)src, .len = len,
 		.mode = UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES,
 	};
-	int err = ioctl(fd, UFFDIO_MOVE, &m) ? -errno : 0;
+	int err = os_ioctl(fd, UFFDIO_MOVE, &m) ? -errno : 0;
 
 	*moved_out = m.move > 0 ? (size_t)m.move : 0;
 	return err;

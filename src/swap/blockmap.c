@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "clock.h"
 #include "log.h"
 #include "options.h"
 #include "proto.h"
@@ -44,7 +45,7 @@ struct blockmap {
 	bool warned;                            /* about writing fewer copies (atomic) */
 	uint64_t *e[BLOCKMAP_MAX_COPIES];       /* nblocks entries each */
 	uint8_t *repair_buf;                    /* one block: what blockmap_repair copies through */
-	unsigned repair_delay_us;               /* test hook COMEX_TEST_REPAIR_DELAY_US (docs/TESTING.md) */
+	uint64_t repair_delay_ns;               /* test hook test-repair-delay (docs/TESTING.md) */
 	uint64_t reads_hedged, writes_hedged;   /* atomic: runs served by another copy or memnode (late) */
 };
 
@@ -56,7 +57,8 @@ static unsigned e_node(uint64_t e) { return (unsigned)(e >> NODE_SHIFT & NODE_MA
 static uint32_t e_pfn(uint64_t e) { return (uint32_t)e; }
 static size_t table_bytes(uint64_t blocks) { return blocks ? blocks * sizeof(uint64_t) : 1; }
 
-int blockmap_create(struct comex_client *c, uint64_t blocks, unsigned copies, struct blockmap **out)
+int blockmap_create(struct comex_client *c, uint64_t blocks, unsigned copies, uint64_t repair_delay_ns,
+		    struct blockmap **out)
 {
 	struct blockmap *m;
 
@@ -80,8 +82,7 @@ int blockmap_create(struct comex_client *c, uint64_t blocks, unsigned copies, st
 		m->repair_buf = NULL;
 		goto unmap;
 	}
-	if (getenv("COMEX_TEST_REPAIR_DELAY_US"))
-		m->repair_delay_us = (unsigned)strtoul(getenv("COMEX_TEST_REPAIR_DELAY_US"), NULL, 10);
+	m->repair_delay_ns = repair_delay_ns;
 	m->c = c;
 	m->nblocks = blocks;
 	m->copies = copies;
@@ -462,8 +463,8 @@ static int repair_block(struct blockmap *m, uint64_t b, uint64_t out)
 		return -1;
 	if (has_room(m, e, n) && !fetch(m, e[0], 1, m->repair_buf, false))
 		made = add_copies(m, e, n); /* else its unusable copies are only dropped */
-	if (m->repair_delay_us)
-		usleep(m->repair_delay_us); /* widens the window a write or discard of b may come in */
+	if (m->repair_delay_ns)
+		sleep_s((double)m->repair_delay_ns / 1e9); /* widens the window a write or discard of b may come in */
 	pthread_mutex_lock(&m->lock);
 	install_copies(m, b, e, n, made);
 	pthread_mutex_unlock(&m->lock);

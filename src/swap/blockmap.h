@@ -16,8 +16,10 @@ struct comex_client;
 struct blockmap;
 
 /* A map of blocks blocks, none stored, over client c (which it does not
- * own), keeping copies (1..BLOCKMAP_MAX_COPIES) of each on as many memnodes. */
-int blockmap_create(struct comex_client *c, uint64_t blocks, unsigned copies, struct blockmap **out);
+ * own), keeping copies (1..BLOCKMAP_MAX_COPIES) of each on as many memnodes.
+ * repair_delay_ns: the test hook test-repair-delay (0 otherwise). */
+int blockmap_create(struct comex_client *c, uint64_t blocks, unsigned copies, uint64_t repair_delay_ns,
+		    struct blockmap **out);
 /* Gives every frame back (and waits for the memnodes to take them). */
 void blockmap_destroy(struct blockmap *m);
 /* Stores count blocks from block on, from src; returns once they are in

@@ -176,20 +176,28 @@ static void counters_remove(const char *name)
 
 int swapd_stats_open(const char *name, const struct swapd_stats **out)
 {
+	struct swapd_stats *p = MAP_FAILED;
 	char path[128];
+	struct stat st;
 	int fd;
-	void *p;
 
 	shm_name(name, path, sizeof(path));
 	if ((fd = shm_open(path, O_RDONLY | O_CLOEXEC, 0)) < 0)
-		return -errno;
-	p = mmap(NULL, sizeof(struct swapd_stats), PROT_READ, MAP_SHARED, fd, 0);
+		return -ESRCH;
+	if (!fstat(fd, &st) && st.st_size >= (off_t)sizeof(*p))
+		p = mmap(NULL, sizeof(*p), PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED)
-		return -errno;
+		return -ESRCH;
+	if (__atomic_load_n(&p->magic, __ATOMIC_ACQUIRE) != SWAPD_STATS_MAGIC) {
+		munmap(p, sizeof(*p));
+		return -ESRCH;
+	}
 	*out = p;
 	return 0;
 }
+
+void swapd_stats_close(const struct swapd_stats *s) { munmap((void *)s, sizeof(*s)); }
 
 int swapd_main(const struct options *o, const char *name, const char *path, int ready)
 {
@@ -204,10 +212,12 @@ int swapd_main(const struct options *o, const char *name, const char *path, int 
 	*s.st = (struct swapd_stats){ .size_bytes = size, .pid = (int32_t)getpid(),
 				      .copies = (uint32_t)opt_num(o, OPT_REPLICAS) };
 	snprintf(s.st->memnodes, sizeof(s.st->memnodes), "%s", opt_str(o, OPT_MEMNODE));
+	__atomic_store_n(&s.st->magic, SWAPD_STATS_MAGIC, __ATOMIC_RELEASE);
 	if ((err = client_connect(o, &c)))
 		goto close_ready;
 	client_board(c, &s.st->board);
-	if ((err = blockmap_create(c, size / BLOCKMAP_BLOCK, (unsigned)opt_num(o, OPT_REPLICAS), &s.map)))
+	if ((err = blockmap_create(c, size / BLOCKMAP_BLOCK, (unsigned)opt_num(o, OPT_REPLICAS),
+				   opt_num(o, OPT_TEST_REPAIR_DELAY), &s.map)))
 		goto disconnect;
 	noreclaim_enter("swap daemon");
 	if ((err = fusedev_mount(path, size, &ops, &s, (enum fusedev_uring)opt_num(o, OPT_SWAP_URING), &d)))

@@ -12,8 +12,10 @@
 
 struct options;
 
-/* The counters a daemon keeps in /dev/shm/comex-swap.NAME for comex swap status. */
+/* The counters a daemon keeps in /dev/shm/comex-swap.NAME for comex swap
+ * status, comex top and the exporter. */
 struct swapd_stats {
+	uint64_t magic;                            /* SWAPD_STATS_MAGIC once filled in */
 	uint64_t size_bytes, stored_blocks;
 	uint64_t degraded_blocks;                  /* stored with fewer than copies copies */
 	uint64_t copies_remade;                    /* by re-replication, since up */
@@ -31,11 +33,15 @@ struct swapd_stats {
 	char transport[8];                         /* "uring" or "read": how FUSE requests come (docs/DECISIONS.md D60) */
 };
 
+#define SWAPD_STATS_MAGIC 0x3130504157535843ull /* "CXSWAP01" little-endian: this layout */
+
 /* Runs the daemon for the FUSE file path (an existing regular file); ready
  * is a descriptor that gets one byte once the file serves, then is closed.
  * Returns when the file was unmounted: 0, or 1 on failure (logged). */
 int swapd_main(const struct options *o, const char *name, const char *path, int ready);
-/* Maps the counters of the daemon called name, read-only; -errno. */
+/* Maps the counters of the daemon called name, read-only; -ESRCH when it
+ * has none (no file, a shorter one or another layout: another version). */
 int swapd_stats_open(const char *name, const struct swapd_stats **out);
+void swapd_stats_close(const struct swapd_stats *s);
 
 #endif
