@@ -36,9 +36,9 @@ fi
 
 # 1-2. Two memnodes, replicas 2: the one that holds the first copies (the
 # program's preferred memnode, which reads go to) is SIGKILLed (the
-# connection drops) or SIGSTOPped (it hangs: noticed after op-timeout)
-# while the program pages. For SIGSTOP op-timeout is 5 s: the failover
-# waits that long once.
+# connection drops) or SIGSTOPped (it hangs: its requests are hedged to the
+# other copy at once, and it is failed once one stays unanswered for
+# op-timeout, here 5 s) while the program pages.
 for sig in KILL STOP; do
   name=$(echo "sig$sig" | tr 'A-Z' 'a-z')
   want "$name" || continue
