@@ -213,6 +213,23 @@ static void in_child(void)
 	pending = my_slot = -1;
 }
 
+/* The kernel put the child's userfaultfd in this process at the lowest free
+ * number before fork returned here; until the handler has moved it up
+ * (forkchild_event), a descriptor the program closes and makes again at
+ * that number would be the one moved and closed (seen: CPython's
+ * test_swap_std_fds_with_one_closed lost its stdout on a loaded host).
+ * The program waits for that, a few microseconds; ADOPT_WAIT_NS bounds it
+ * should the event never come. */
+#define ADOPT_WAIT_NS 2000000000ull
+
+static void wait_adopted(int slot)
+{
+	uint64_t until = now_ns() + ADOPT_WAIT_NS;
+
+	while (__atomic_load_n(&kids[slot].uffd, __ATOMIC_ACQUIRE) < 0 && now_ns() < until)
+		sched_yield();
+}
+
 void forkchild_after_fork(pid_t pid)
 {
 	int slot = my_slot;
@@ -224,6 +241,8 @@ void forkchild_after_fork(pid_t pid)
 	my_slot = -1;
 	if (slot < 0)
 		return;
+	if (pid > 0)
+		wait_adopted(slot);
 	pager_lock("fork");
 	if (pid < 0) {
 		if (pending == slot)
