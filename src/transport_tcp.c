@@ -696,10 +696,18 @@ static void check_greetings(struct ttp *t, uint64_t now)
 		next = e->next;
 		if (e->hello_seen || e->failed || now < e->hello_due)
 			continue;
-		log_error("%s: no greeting %llu s after the connection was made: not comex's TCP transport (is it "
-			  "running with transport ucx? a memnode and its clients must use the same option transport)",
-			  e->peer, HELLO_TIMEOUT_NS / 1000000000ull);
-		ep_fail(e, -EPROTONOSUPPORT);
+		if (e->s_len) { /* it sent something, and not a greeting */
+			log_error("%s: no greeting %llu s after the connection was made: not comex's TCP transport (is it "
+				  "running with transport ucx? a memnode and its clients must use the same option "
+				  "transport)", e->peer, HELLO_TIMEOUT_NS / 1000000000ull);
+			ep_fail(e, -EPROTONOSUPPORT);
+			continue;
+		}
+		/* silent: hung or starved (its caller tries again later, and says so),
+		 * or a UCX peer, which waits for its own handshake */
+		log_info("%s: nothing received %llu s after the connection was made: the peer is hung or overloaded, or "
+			 "is not comex's TCP transport (transport ucx?)", e->peer, HELLO_TIMEOUT_NS / 1000000000ull);
+		ep_fail(e, -ETIMEDOUT);
 	}
 }
 

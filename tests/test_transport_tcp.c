@@ -1,4 +1,4 @@
-/* test_transport_tcp: the native-TCP transport between tps in one thread: bulk parts of every size each way, skipped bulk parts, queued sends, malformed and foreign peers, bounds-checked get/put/flush, a peer dying mid-bulk. */
+/* test_transport_tcp: the native-TCP transport between tps in one thread: bulk parts of every size each way, skipped bulk parts, queued sends, malformed, foreign and silent peers, bounds-checked get/put/flush, a peer dying mid-bulk. */
 #include "tp_harness.h"
 
 
@@ -314,6 +314,38 @@ static void test_wrong_peer(void)
 	side_free(c);
 }
 
+/* A peer that accepts and then says nothing (a hung memnode) fails the
+ * connection after the greeting's 5 s as a timeout, which a client treats
+ * as unreachable (tried again later); one that sends part of something
+ * else fails it as another transport. */
+static void test_silent_peer(void)
+{
+	struct side *c = side_new(0);
+	uint16_t port;
+	int lfd = raw_listen(&port);
+	char hp[32];
+
+	hostport(hp, sizeof(hp), port);
+	for (int i = 0; i < 2; i++) {
+		struct want we = { c, c->n_err + 1 };
+		struct tp_ep *ep = NULL;
+		uint64_t end = now_ns() + 3 * PUMP_NS;
+		int fd;
+
+		CHECK(tp_connect(c->t, hp, c, &ep) == 0 && ep);
+		fd = raw_accept(lfd);
+		if (i == 1)
+			raw_write(fd, "SSH-2.0-", 8);
+		while (!failed(&we) && now_ns() < end)
+			(void)tp_run(c->t, failed, &we, 0, SLICE_NS);
+		CHECK(failed(&we) && c->err[we.n - 1] == (i ? -EPROTONOSUPPORT : -ETIMEDOUT));
+		close_failed(c, ep);
+		close(fd);
+	}
+	close(lfd);
+	side_free(c);
+}
+
 /* What a non-blocking connect(2) to 255.255.255.255:9 returns at once: a
  * negative errno (Linux: -ENETUNREACH, TCP has no route to a broadcast
  * address), or 0 when it is in progress. */
@@ -553,6 +585,7 @@ int main(void)
 	test_queue_copy();
 	test_malformed();
 	test_wrong_peer();
+	test_silent_peer();
 	test_rma();
 	test_rma_closed();
 	sender_dies();
