@@ -292,7 +292,7 @@ def plot(doc, path):
         return None
     cfgs = list(doc["configs"].items())
     fig, axes = plt.subplots(len(cfgs), 1, figsize=(11, 3.2 * len(cfgs)), squeeze=False)
-    colours = {"kill": "tab:red", "stop": "tab:orange", "restart": "tab:green"}
+    colours = {"kill": "tab:red", "stop": "tab:orange", "restart": "tab:green", "starve": "tab:purple"}
     for ax, (name, c) in zip(axes[:, 0], cfgs):
         an = c["analysis"]
         fb = an["timeline_failures"]
@@ -354,9 +354,10 @@ def markdown(doc, json_name, img):
                        for k, s in an["dip_by_kind"].items())
         out.append(f"- **{name}**: throughput with failures {an['throughput_ratio']}x the no-failure phase's mean. "
                    f"Throughput in the {an['window_s']} s after an event, as a share of that mean (median, "
-                   f"min-max): {dk or 'no event'}. The client logged a failure or drain "
+                   f"min-max): {dk or 'no event'}. The client logged a failure, a drain or a late memnode "
                    f"{an['detected_s']['median']:.2f} s after the event (median, max {an['detected_s']['max']:.2f} s; "
-                   f"a stop is noticed only after the op-timeout)."
+                   f"a stop or a starvation is noticed at the first request it leaves late, a starvation only "
+                   f"if it makes one late)."
                    + (f" Re-replication made every page whole {an['repaired_s']['median']:.1f} s after the event "
                       f"(median, max {an['repaired_s']['max']:.1f} s; {an['events_repaired']} of "
                       f"{len(c['failures']['events'])} events logged it before their iteration ended)."
