@@ -40,6 +40,7 @@ struct tp_op {
 	int status;   /* 0 or negative errno, valid once done */
 	uint32_t tag; /* the owner's; the transport never reads it */
 	uint64_t t0;  /* the owner's too (the client: when it started, ns) */
+	uint32_t bytes; /* the owner's too (the client: what it moves) */
 };
 
 enum tp_rma_kind { TP_GET, TP_PUT, TP_FLUSH };

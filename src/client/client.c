@@ -470,9 +470,9 @@ static int fill_pool(struct node *n)
 			return 0;
 		if (!n->alloc_pending && (err = ask_frames(n, order)))
 			return err;
-		err = wait_until(n, alloc_settled, NULL, hedge_elsewhere(n) ? hedge_deadline(n, alloc_sent(n)) : 0);
+		err = wait_until(n, alloc_settled, NULL, hedge_elsewhere(n) ? hedge_deadline(n, alloc_sent(n), 0) : 0);
 		if (err == -ETIME) { /* late: the caller places the page on another memnode */
-			hedge_suspect(n, "an ALLOC");
+			hedge_suspect(n, "an ALLOC", 0);
 			return -ENOSPC;
 		}
 		if (err)
@@ -686,7 +686,7 @@ static int unseal(struct node *n, uint32_t pfn, uint32_t count, uint8_t *dst)
  * it is given up (-ETIME) where the transport can, else waited for on. */
 static int finish_wait(struct node *n, enum tp_rma_kind kind, struct tp_op *op, bool hedged)
 {
-	uint64_t deadline = hedged ? hedge_deadline(n, op->t0) : 0;
+	uint64_t deadline = hedged ? hedge_deadline(n, op->t0, op->bytes) : 0;
 	int err = wait_until(n, NULL, op, deadline);
 
 	if (err == -ETIME && hedge_abandon(n, op, kind == TP_GET ? "a read" : "a write"))
@@ -710,7 +710,7 @@ static int transfer_finish(struct node *n, enum tp_rma_kind kind, struct tp_op *
 	if (!err)
 		err = op->status;
 	if (!err && n->rkey_len && !n->direct && kind == TP_PUT) { /* a put completes locally; a flush proves it landed */
-		*op = (struct tp_op){ .tag = n->session, .t0 = op->t0 };
+		*op = (struct tp_op){ .tag = n->session, .t0 = op->t0, .bytes = op->bytes };
 		err = tp_rma(n->ep, TP_FLUSH, NULL, 0, 0, op);
 		if (!err)
 			err = finish_wait(n, kind, op, hedged);
@@ -744,7 +744,7 @@ static int transfer_start(struct node *n, enum tp_rma_kind kind, uint32_t pfn, u
 	struct proto_msg m = { .type = kind == TP_GET ? PROTO_READ : PROTO_WRITE };
 	int err;
 
-	*op = (struct tp_op){ .tag = n->session, .t0 = now_ns() };
+	*op = (struct tp_op){ .tag = n->session, .t0 = now_ns(), .bytes = count * PROTO_FRAME_SIZE };
 	if (n->fail_err)
 		return n->fail_err;
 	if (!count || (uint64_t)pfn + count > n->pool_frames || count > PROTO_MAX_RW_FRAMES)

@@ -63,7 +63,7 @@ struct node {
 	struct proto_msg last_stats;
 	uint64_t allocs, nacks, releases_sent;
 	/* hedge.c: a memnode that answers late (hung, slowed) */
-	double xfer_us, xfer_dev_us;  /* EWMAs: a transfer's or ALLOC's answer time, its mean deviation */
+	double xfer_us, xfer_dev_us;  /* EWMAs: answer time per XFER_UNIT moved (hedge.c), its mean deviation */
 	bool suspect;                 /* missed a deadline: no new frames, reads go to its peers */
 	bool slow;                    /* answers far slower than a peer: reads go to its peers (hedge_slow) */
 	uint64_t suspect_t0;          /* since when (ns) */
@@ -126,12 +126,12 @@ void pool_file_populate(uint32_t pfn, uint32_t count); /* frames just granted, i
 int connect_deferred(struct comex_client *c);
 /* hedge.c, for client.c (lock held) */
 void hedge_answered(struct node *n, const struct pending *p);  /* a reply to p came: timing, probation */
-uint64_t hedge_deadline(const struct node *n, uint64_t t0);     /* when a request sent at t0 is late; 0: never */
+uint64_t hedge_deadline(const struct node *n, uint64_t t0, uint64_t bytes); /* when a request of bytes sent at t0 is late; 0: never */
 /* Gives up on op (late): the transport and our pending entry drop it, the
  * node becomes suspect (what names the request, for the log). -EOPNOTSUPP
  * (UCX): op cannot be given up, wait on. */
 int hedge_abandon(struct node *n, struct tp_op *op, const char *what);
-void hedge_suspect(struct node *n, const char *what);
+void hedge_suspect(struct node *n, const char *what, uint64_t bytes);
 /* n is suspect and another memnode is healthy: steered around (no new
  * frames, reads go to its peers); the last memnodes left are waited for. */
 bool hedge_avoided(const struct node *n);

@@ -21,6 +21,11 @@
  * extra read) for real stalls; never under hedge-floor, which covers a
  * scheduler's delays on an overloaded 2-core host (a few ms). */
 #define DEV_FACTOR 4.0
+/* Answer times are kept per 64 KiB moved (plus one unit: a 4 KiB read and
+ * an ALLOC cost about a round trip), so that a memnode that took the big
+ * writes is not taken for a slow one, and a 1 MiB write gets the time it
+ * needs. */
+#define XFER_UNIT 65536.0
 #define LATE_FACTOR 4.0
 #define EWMA_WEIGHT 0.125
 /* A suspect is taken back after PROBES_OK timely probe answers in a row
@@ -45,21 +50,23 @@ static void board_put(struct comex_client *c, size_t word, uint64_t v)
 
 #define BOARD_WORD(f) (offsetof(struct stats_board, f) / sizeof(uint64_t))
 
-static uint64_t late_after(const struct node *n)
+static double units(uint64_t bytes) { return 1.0 + bytes / XFER_UNIT; }
+
+static uint64_t late_after(const struct node *n, uint64_t bytes)
 {
-	double us = LATE_FACTOR * (n->xfer_us + DEV_FACTOR * n->xfer_dev_us);
+	double us = LATE_FACTOR * (n->xfer_us + DEV_FACTOR * n->xfer_dev_us) * units(bytes);
 	uint64_t ns = (uint64_t)(us * 1000);
 
 	return ns < n->c->hedge_floor_ns ? n->c->hedge_floor_ns : ns;
 }
 
-uint64_t hedge_deadline(const struct node *n, uint64_t t0)
+uint64_t hedge_deadline(const struct node *n, uint64_t t0, uint64_t bytes)
 {
 	uint64_t late;
 
 	if (!n->c->hedge_floor_ns)
 		return 0;
-	late = late_after(n);
+	late = late_after(n, bytes);
 	return late < n->c->timeout_ns ? t0 + late : 0; /* op-timeout first: nothing to hedge */
 }
 
@@ -112,7 +119,7 @@ void hedge_publish(struct comex_client *c)
 	board_put(c, BOARD_WORD(suspect_nodes), suspects);
 }
 
-void hedge_suspect(struct node *n, const char *what)
+void hedge_suspect(struct node *n, const char *what, uint64_t bytes)
 {
 	uint64_t now = now_ns();
 	struct comex_client *c = n->c;
@@ -131,7 +138,7 @@ void hedge_suspect(struct node *n, const char *what)
 		__atomic_fetch_add(&c->board->memnodes_suspected, 1, __ATOMIC_RELAXED);
 	log_warn("memnode %s is late: %s unanswered after %.0f ms; suspect until it answers in time again: nothing "
 		 "new goes there, pages with a copy elsewhere are read from it",
-		 n->addr, what, late_after(n) / 1e6);
+		 n->addr, what, late_after(n, bytes) / 1e6);
 }
 
 static bool abandoned_left(const struct node *n)
@@ -156,7 +163,7 @@ static void probe_answered(struct node *n, uint64_t ns)
 	n->probe_seq = 0;
 	if (!n->suspect)
 		return;
-	n->probes_ok = ns < late_after(n) ? n->probes_ok + 1 : 0;
+	n->probes_ok = ns < late_after(n, 0) ? n->probes_ok + 1 : 0;
 	if (n->probes_ok >= PROBES_OK << n->flaps && !abandoned_left(n))
 		take_back(n);
 }
@@ -166,7 +173,7 @@ static void probe_answered(struct node *n, uint64_t ns)
 void hedge_answered(struct node *n, const struct pending *p)
 {
 	uint64_t ns = now_ns() - p->t0;
-	double us = ns / 1000.0, dev;
+	double us = ns / 1000.0 / units(p->len), dev;
 
 	if (p->abandoned) {
 		n->late++;
@@ -198,7 +205,7 @@ int hedge_abandon(struct node *n, struct tp_op *op, const char *what)
 		if (n->pend[i].op == op)
 			n->pend[i] = (struct pending){ .seq = n->pend[i].seq, .t0 = n->pend[i].t0,
 						       .type = n->pend[i].type, .abandoned = true };
-	hedge_suspect(n, what);
+	hedge_suspect(n, what, op->bytes);
 	return 0;
 }
 
