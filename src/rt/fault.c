@@ -207,8 +207,9 @@ static bool check_sum(uint64_t i, const char *src, char *copy)
 }
 
 /* One read of count frames from pfn on node into dst, for pages idx,
- * idx + step, ..., counted; with fail_over, one that fails is read from
- * the pages' other copies (under the pager lock only). */
+ * idx + step, ..., counted. One that is late or steered away (hedged) is
+ * read from the pages' other copies at once; with fail_over, one that
+ * failed too (under the pager lock only: the frames may be gone). */
 static int read_counted(unsigned node, uint32_t pfn, uint32_t count, void *dst, uint64_t idx, uint64_t step,
 			bool fail_over)
 {
@@ -216,12 +217,14 @@ static int read_counted(unsigned node, uint32_t pfn, uint32_t count, void *dst, 
 	int err = replica_hedging() ? client_read_hedged(P.c.client, node, pfn, count, dst)
 				  : client_read(P.c.client, node, pfn, count, dst);
 
-	if ((err == -ETIME || err == -EAGAIN) && fail_over) /* late, or node suspect: its peers serve */
+	if (err == -ETIME || err == -EAGAIN) { /* late, or its memnode suspect or slow: the copies serve */
 		STAT_ADD(P.c.stats, reads_hedged, 1);
-	if (err && fail_over)
+		err = replica_failover(node, idx, step, count, dst); /* in runs, with or without the lock */
+		if (err == -EIO) /* some page has no other copy (yet): its memnode is waited for */
+			err = client_read(P.c.client, node, pfn, count, dst);
+	} else if (err && fail_over) {
 		err = replica_failover(node, idx, step, count, dst);
-	if (err == -EIO && fail_over) /* some page has no other copy (yet): its memnode is waited for */
-		err = client_read(P.c.client, node, pfn, count, dst);
+	}
 	STAT_ADD(P.c.stats, ns_read, now_ns() - t0);
 	if (err)
 		return err;
