@@ -220,8 +220,10 @@ static int read_counted(unsigned node, uint32_t pfn, uint32_t count, void *dst, 
 	if (err == -ETIME || err == -EAGAIN) { /* late, or its memnode suspect or slow: the copies serve */
 		STAT_ADD(P.c.stats, reads_hedged, 1);
 		err = replica_failover(node, idx, step, count, dst); /* in runs, with or without the lock */
-		if (err == -EIO) /* some page has no other copy (yet): its memnode is waited for */
+		if (err == -EIO && fail_over) /* some page has no other copy: its memnode is waited for */
 			err = client_read(P.c.client, node, pfn, count, dst);
+		/* without the lock a page's copies may have changed under the read:
+		 * the locked reread decides, never a wait on a memnode that is late */
 	} else if (err && fail_over) {
 		err = replica_failover(node, idx, step, count, dst);
 	}
