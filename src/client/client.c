@@ -25,12 +25,7 @@
 #include "client_impl.h"
 
 #define EXHAUSTED_BACKOFF_NS 100000000ull /* after NACK(pool empty): not asked again for 100 ms */
-#define EWMA_WEIGHT 0.125       /* same smoothing as TCP's SRTT */
 #define AUTO_T_MIN 16
-
-/* The embedded memnode's pool file (CLIENT_POOL_ENV) mapped shared,
- * process-wide: a forked child inherits the mapping and keeps it when it
- * reconnects. map NULL: none. */
 
 void node_fail(struct node *n, int err)
 {
@@ -586,7 +581,7 @@ static int queue_release(struct node *n, uint32_t pfn, uint32_t count)
 		/* a suspect's queue, full: ours there until the session ends */
 		if (!n->releases_dropped++)
 			log_warn("memnode %s is suspect and its releases are queued in full: frames released from now "
-				 "on stay ours there until it answers in time or our session with it ends", n->addr);
+				 "on stay ours there until our session with it ends", n->addr);
 		return 0;
 	}
 	if (last && last->pfn + last->count == pfn)

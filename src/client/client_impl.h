@@ -18,6 +18,7 @@
 struct stats_board;
 
 #define MAX_PENDING 32 /* >= any credit grant we honour */
+#define EWMA_WEIGHT 0.125 /* the client's running averages: the same smoothing as TCP's SRTT */
 
 /* A request awaiting its reply; READ/WRITE carry the caller's transfer,
  * until a hedge gives up on it (abandoned: its answer is read and dropped). */

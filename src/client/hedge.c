@@ -7,7 +7,6 @@
  * a suspect memnode and takes it back once it answers in time again, after
  * a probation that grows when it keeps relapsing. docs/RELIABILITY.md. */
 #include <errno.h>
-#include <stddef.h>
 #include <string.h>
 
 #include "clock.h"
@@ -21,34 +20,29 @@
  * extra read) for real stalls; never under hedge-floor, which covers a
  * scheduler's delays on an overloaded 2-core host (a few ms). */
 #define DEV_FACTOR 4.0
+#define LATE_FACTOR 4.0
 /* Answer times are kept per 64 KiB moved (plus one unit: a 4 KiB read and
  * an ALLOC cost about a round trip), so that a memnode that took the big
  * writes is not taken for a slow one, and a 1 MiB write gets the time it
  * needs. */
 #define XFER_UNIT 65536.0
-#define LATE_FACTOR 4.0
-#define EWMA_WEIGHT 0.125
-/* A suspect is taken back after PROBES_OK timely probe answers in a row
- * (one per 50 ms membership tick: 150 ms), doubled for each time it became
- * suspect again within FLAP_WINDOW_NS of being taken back, up to 2^FLAPS_MAX
- * (2.4 s): a memnode that keeps stalling stays out longer. */
 /* A memnode whose answers take SLOW_FACTOR x a healthy peer's, and
  * SLOW_GAP_US more (not a few us of noise), is slow: pages with a copy on
  * the peer are read there (a crawling link, a starved host). It still takes
  * writes, which keep its answer times current. */
 #define SLOW_FACTOR 4.0
 #define SLOW_GAP_US 200.0
+/* A suspect is taken back after PROBES_OK timely probe answers in a row
+ * (one per 50 ms membership tick: 150 ms), doubled for each time it became
+ * suspect again within FLAP_WINDOW_NS of being taken back, up to 2^FLAPS_MAX
+ * (2.4 s): a memnode that keeps stalling stays out longer. */
 #define PROBES_OK 3u
 #define FLAP_WINDOW_NS 30000000000ull
 #define FLAPS_MAX 4u
 
-static void board_put(struct comex_client *c, size_t word, uint64_t v)
-{
-	if (c->board)
-		__atomic_store_n(&((uint64_t *)c->board)[word], v, __ATOMIC_RELAXED);
-}
-
-#define BOARD_WORD(f) (offsetof(struct stats_board, f) / sizeof(uint64_t))
+/* The board's words are read by other processes at any time: stored whole. */
+#define BOARD_PUT(c, field, v) \
+	do { if ((c)->board) __atomic_store_n(&(c)->board->field, (v), __ATOMIC_RELAXED); } while (0)
 
 static double units(uint64_t bytes) { return 1.0 + bytes / XFER_UNIT; }
 
@@ -116,7 +110,7 @@ void hedge_publish(struct comex_client *c)
 		suspects |= (uint64_t)(c->node[i].suspect && !c->node[i].fail_err) << i;
 	}
 	__atomic_store_n(&c->avoided, avoided, __ATOMIC_RELAXED);
-	board_put(c, BOARD_WORD(suspect_nodes), suspects);
+	BOARD_PUT(c, suspect_nodes, suspects);
 }
 
 void hedge_suspect(struct node *n, const char *what, uint64_t bytes)
@@ -137,7 +131,7 @@ void hedge_suspect(struct node *n, const char *what, uint64_t bytes)
 	if (c->board)
 		__atomic_fetch_add(&c->board->memnodes_suspected, 1, __ATOMIC_RELAXED);
 	log_warn("memnode %s is late: %s unanswered after %.0f ms; suspect until it answers in time again: nothing "
-		 "new goes there, pages with a copy elsewhere are read from it",
+		 "new goes there, pages with a copy elsewhere are read from that copy",
 		 n->addr, what, late_after(n, bytes) / 1e6);
 }
 
@@ -234,11 +228,11 @@ void hedge_waiting(struct node *n, uint64_t t0)
 	struct comex_client *c = n->c;
 
 	if (!t0) {
-		board_put(c, BOARD_WORD(waiting_node), 0);
+		BOARD_PUT(c, waiting_node, 0);
 		return;
 	}
-	board_put(c, BOARD_WORD(waiting_since_ns), t0);
-	board_put(c, BOARD_WORD(waiting_node), (uint64_t)(n - c->node) + 1);
+	BOARD_PUT(c, waiting_since_ns, t0);
+	BOARD_PUT(c, waiting_node, (uint64_t)(n - c->node) + 1);
 	log_warn("waiting for memnode %s: no answer for %.1f s, and no other memnode can serve this request (it is "
 		 "declared failed after op-timeout, %.0f s)",
 		 n->addr, (now_ns() - t0) / 1e9, c->timeout_ns / 1e9);

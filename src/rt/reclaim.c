@@ -155,17 +155,6 @@ static void settle(unsigned node)
 	retire(node, P.wb_out[node], err);
 }
 
-/* A buffer placed on node before it became suspect is not written there
- * when its pages have other copies: they stand in, and re-replication
- * makes the missing ones (-EAGAIN); else 0, write. */
-static int suspect_skip(unsigned node)
-{
-	if (!replica_hedging() || !(client_avoided(P.c.client) >> node & 1))
-		return 0;
-	STAT_ADD(P.c.stats, writes_hedged, 1);
-	return -EAGAIN;
-}
-
 /* Write-back overlaps eviction (issue 9 item 3): a node's full buffer goes
  * out while the other one fills, and its pages stay readable there
  * (PTE_WBUF) until the memnode confirmed them. The write before must be
@@ -184,13 +173,13 @@ static void flush(unsigned node)
 	if (!P.wb_out[node]) {
 		replica_flush(node, wb);
 		backup_submit(wb);
-		retire(node, wb, suspect_skip(node) ?: client_write(P.c.client, node, pfn, count, data));
+		retire(node, wb, replica_skip_write(node) ?: client_write(P.c.client, node, pfn, count, data));
 		return;
 	}
 	settle(node);
 	P.wb[node] = P.wb_out[node];
 	P.wb_out[node] = wb;
-	if ((err = suspect_skip(node) ?: client_write_start(P.c.client, node, pfn, count, data, &P.wb_op[node]))) {
+	if ((err = replica_skip_write(node) ?: client_write_start(P.c.client, node, pfn, count, data, &P.wb_op[node]))) {
 		if (pager_opt(OPT_REPLICAS) == 1 && !backup_on())
 			write_failed(wb, err);
 		P.wb_op[node] = (struct tp_op){ .done = true, .status = err }; /* settle() sees it */

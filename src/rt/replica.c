@@ -61,6 +61,14 @@ bool replica_hedging(void)
 	return extra || backup_on();
 }
 
+int replica_skip_write(unsigned node)
+{
+	if (!replica_hedging() || !(client_avoided(P.c.client) >> node & 1))
+		return 0;
+	STAT_ADD(P.c.stats, writes_hedged, 1);
+	return -EAGAIN;
+}
+
 /* One frame on t for a copy of a page whose first copy is on n0. */
 static int take(unsigned n0, unsigned t, uint32_t *pfn_out)
 {
@@ -120,12 +128,13 @@ static void write_run(unsigned n0, struct wbuf *wb, uint32_t k, uint32_t slot, u
 {
 	uint64_t a = wbuf_aux(wb, slot)[k];
 	const char *src = data + ((size_t)slot << PAGE_SHIFT);
-	int err;
+	int err = replica_skip_write(loc_node(a)); /* late lately: this copy is made again later */
 
-	if (client_avoided(P.c.client) >> loc_node(a) & 1) { /* late lately: this copy is made again later */
-		err = -EAGAIN;
-		STAT_ADD(P.c.stats, writes_hedged, 1);
-	} else if (nops[n0] < OPS) {
+	if (err) {
+		run_failed(wb, k, slot, count);
+		return;
+	}
+	if (nops[n0] < OPS) {
 		struct sec_op *o = &ops[n0][nops[n0]];
 
 		err = client_write_start(P.c.client, loc_node(a), loc_pfn(a), count, src, &o->op);

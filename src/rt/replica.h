@@ -17,6 +17,10 @@ int replica_init(void);
  * write late on one memnode is given up and served by the others (hedged:
  * client_read_hedged, client_write_wait_hedged). */
 bool replica_hedging(void);
+/* A write to node is not started when node is steered around (suspect)
+ * and the pages have other copies: -EAGAIN (counted in writes_hedged);
+ * else 0. The copies missing are made again later. */
+int replica_skip_write(unsigned node);
 /* Eviction just added a page to primary node n0's buffer wb: frames for its
  * extra copies (fewer when fewer memnodes have room: re-replicated later). */
 void replica_place(unsigned n0, struct wbuf *wb);
