@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Soak and fault-injection benchmark (issue 10): a paging workload runs
-under `comex run --replicas 2` with four `comex memnode` processes on
-loopback TCP (started here) while, every 20-60 s (uniform, seeded), a random
+under `comex run --replicas 2` with four `comex memnode` processes over TCP
+(started here, each in a network namespace when slow events are on) while, every 20-60 s (uniform, seeded), a random
 memnode is disturbed in a random way:
 
   kill     SIGKILL, left down --pause s, restarted on its port (a crash);
@@ -10,6 +10,9 @@ memnode is disturbed in a random way:
            suspect, and takes it back once it answers in time again);
   starve   a CPU quota of 5 % (a cpu cgroup) for --stop s (a starved host:
            the memnode answers, slowly);
+  slow     its link, 10 Gbit/s tbf on a veth into its own network namespace,
+           drops to 100 Mbit/s for --stop s (a crawling NIC or a congested
+           path; with this kind every memnode sits in a namespace);
   restart  SIGTERM (a planned departure: it drains, its clients move their
            pages), then started again on its port.
 
@@ -51,7 +54,9 @@ from harness import sysenv  # noqa: E402
 
 SCHEMA = "comex-bench-soak/2"
 NODES = ("a", "b", "c", "d")
-KINDS = ("kill", "stop", "restart", "starve")
+KINDS = ("kill", "stop", "restart", "starve", "slow")
+FAST_GBIT = 10     # a memnode's link (slow: each sits in a network namespace behind tbf)
+SLOW_BITS = 100e6  # its link during a slow event
 OP_TIMEOUT_S = 20  # comex run --op-timeout (its default): a hang is hedged long before it
 STOP_S = 8         # a stop or a starvation lasts this long
 STARVE_QUOTA = 0.05  # the CPU share a starved memnode gets
@@ -70,12 +75,17 @@ PLOT = ROOT / "docs" / "img" / "soak-throughput.png"
 class Memnodes:
     """The memnodes, each disturbed (KINDS) and brought back."""
 
-    def __init__(self, comex, tmp, token, pool_mib):
+    def __init__(self, comex, tmp, token, pool_mib, netns):
         # idle-spin 0: four polling memnodes would take the shared machine's cores (only
         # failures are injected and counted here, no latency is compared);
         # drain-timeout 30 s: a restart is bounded even if a client cannot answer
+        self.ns = {n: sysenv.NetNs(sysenv.NetNs.next_idx(), FAST_GBIT) if netns else None for n in NODES}
+        for ns in self.ns.values():
+            if ns:
+                ns.create()
         self.nodes = {n: sysenv.Memnode(comex, token, pool_mib << 20, tmp, name=n, base_env=benchlib.clean_env(),
-                                        extra=("--idle-spin=0", "--drain-timeout=30s")) for n in NODES}
+                                        netns=self.ns[n], extra=("--idle-spin=0", "--drain-timeout=30s"))
+                      for n in NODES}
         for m in self.nodes.values():
             m.start()
 
@@ -87,6 +97,9 @@ class Memnodes:
         if kind == "starve":
             starve(m.p.pid, True)
             return
+        if kind == "slow":
+            self.ns[name].shape(SLOW_BITS)
+            return
         m.signal({"kill": signal.SIGKILL, "stop": signal.SIGSTOP, "restart": signal.SIGTERM}[kind])
         if kind == "kill":
             m.p.wait()
@@ -96,6 +109,9 @@ class Memnodes:
         m = self.nodes[name]
         if kind == "starve":
             starve(m.p.pid, False)
+            return True
+        if kind == "slow":
+            self.ns[name].shape(FAST_GBIT * 1e9)
             return True
         if kind == "stop":
             m.signal(signal.SIGCONT)
@@ -111,6 +127,9 @@ class Memnodes:
             if m.alive():
                 m.signal(signal.SIGCONT)
             m.close()
+        for ns in self.ns.values():
+            if ns:
+                ns.destroy()
 
 
 def starve(pid, on):
@@ -200,7 +219,7 @@ def phase(a, nodes, tmp, cfg, name, seconds, rng, wl, lm, token, ref):
                       "previous_repaired": repaired, "iteration_over": lambda it=it: it.p.poll() is not None,
                       "_it": it, "_offset": offset}
                 events.append(ev)
-                pause = {"kill": a.pause, "stop": a.stop, "starve": a.stop, "restart": 0.0}[kind]
+                pause = {"kill": a.pause, "stop": a.stop, "starve": a.stop, "slow": a.stop, "restart": 0.0}[kind]
                 busy = (ev, node, kind, now + pause)
                 next_event = now + rng.uniform(a.interval_min, a.interval_max)
         for ev in events[-2:]:  # the failure noticed and repaired, from the client's log
@@ -292,7 +311,8 @@ def plot(doc, path):
         return None
     cfgs = list(doc["configs"].items())
     fig, axes = plt.subplots(len(cfgs), 1, figsize=(11, 3.2 * len(cfgs)), squeeze=False)
-    colours = {"kill": "tab:red", "stop": "tab:orange", "restart": "tab:green", "starve": "tab:purple"}
+    colours = {"kill": "tab:red", "stop": "tab:orange", "restart": "tab:green", "starve": "tab:purple",
+               "slow": "tab:cyan"}
     for ax, (name, c) in zip(axes[:, 0], cfgs):
         an = c["analysis"]
         fb = an["timeline_failures"]
@@ -315,17 +335,21 @@ def plot(doc, path):
 
 def markdown(doc, json_name, img):
     w, m = doc["workload"], doc["machine"]
-    out = ["# Soak: memnodes killed, stopped, restarted and starved under a running program", "",
+    slow = "slow" in w["kinds"]
+    out = ["# Soak: memnodes killed, stopped, restarted, starved and slowed under a running program", "",
            f"<!-- generated by bench/soak.py from bench/results/{json_name}; do not edit -->", "",
            f"`pager_bench --pattern {w['pattern']} --size-mib {w['size_mib']} --passes {w['passes']} "
            f"--write-pct {w['write_pct']} --progress 1`, looped under `comex run --local-mem {w['local_mem']}` "
-           f"(25 % of its native peak RSS, `--op-timeout {w['op_timeout_s']}s`), {len(NODES)} memnodes on "
-           f"loopback TCP (`idle-spin 0`). Each configuration: {w['baseline_s']:.0f} s without failures, then "
+           f"(25 % of its native peak RSS, `--op-timeout {w['op_timeout_s']}s`), {len(NODES)} memnodes over TCP "
+           + (f"each in its own network namespace behind tbf at {FAST_GBIT} Gbit/s " if slow else "on loopback ")
+           + f"(`idle-spin 0`). Each configuration: {w['baseline_s']:.0f} s without failures, then "
            f"{w['duration_s']:.0f} s in which a random memnode is disturbed every {w['interval_min_s']:.0f}-"
            f"{w['interval_max_s']:.0f} s (seed {w['seed']}): `kill` (SIGKILL, down {w['pause_s']:.0f} s, "
            f"restarted on its port), `stop` (SIGSTOP for {w['stop_s']:.0f} s, then SIGCONT), `restart` "
-           f"(SIGTERM: it drains, then starts again) or `starve` (a CPU quota of {STARVE_QUOTA:.0%} for "
-           f"{w['stop_s']:.0f} s), one memnode at a time; with `replicas 2` the next event "
+           f"(SIGTERM: it drains, then starts again), `starve` (a CPU quota of {STARVE_QUOTA:.0%} for "
+           f"{w['stop_s']:.0f} s)"
+           + (f" or `slow` (its link at {SLOW_BITS / 1e6:.0f} Mbit/s for {w['stop_s']:.0f} s)" if slow else "")
+           + f", one memnode at a time; with `replicas 2` the next event "
            f"waits (up to {w['repair_wait_s']:.0f} s) until the previous one's re-replication is logged "
            "complete. Every iteration's checksum is compared with the native run's.", "",
            f"Machine: {m['cores']} cores, kernel {m['kernel']}, load average {' '.join(m['loadavg_start'])} at "
@@ -385,7 +409,7 @@ def parse_args(argv):
     ap.add_argument("--interval-min", type=float, default=20.0)
     ap.add_argument("--interval-max", type=float, default=60.0)
     ap.add_argument("--pause", type=float, default=5.0, help="seconds a killed memnode stays down")
-    ap.add_argument("--stop", type=float, default=STOP_S, help="seconds a stopped or starved memnode stays so")
+    ap.add_argument("--stop", type=float, default=STOP_S, help="seconds a stopped, starved or slowed memnode stays so")
     ap.add_argument("--op-timeout", type=float, default=OP_TIMEOUT_S)
     ap.add_argument("--repair-wait", type=float, default=60.0,
                     help="replicas 2: wait at most this long for the previous event's re-replication")
@@ -416,7 +440,8 @@ def main(argv):
     started = time.monotonic()
     wl = benchlib.pager_bench_argv(a.build, a.pattern, a.size_mib, a.passes, a.write_pct, progress=True)
     doc, times0 = benchlib.start_doc(
-        SCHEMA, memnodes=f"{len(NODES)} `comex memnode` on 127.0.0.1 (TCP), pool = size + 64 MiB each, idle-spin 0",
+        SCHEMA, memnodes=f"{len(NODES)} `comex memnode` over TCP (with slow events each in a network namespace "
+                         f"behind tbf at {FAST_GBIT} Gbit/s, else on 127.0.0.1), pool = size + 64 MiB each, idle-spin 0",
         configs={})
     sysenv.install_signal_handlers()
     try:
@@ -435,7 +460,7 @@ def main(argv):
                                "interval_min_s": a.interval_min, "interval_max_s": a.interval_max,
                                "pause_s": a.pause, "stop_s": a.stop, "op_timeout_s": a.op_timeout,
                                "repair_wait_s": a.repair_wait, "quick": a.quick}
-            nodes = Memnodes(comex, tmp, token, a.size_mib + 64)
+            nodes = Memnodes(comex, tmp, token, a.size_mib + 64, "slow" in a.kinds)
             try:
                 for cfg in a.configs.split(","):
                     base = phase(a, nodes, tmp, cfg, "baseline", a.baseline, None, wl, lm, token, ref["checksum"])

@@ -220,7 +220,7 @@ static int comex_op(void *ctx, enum op_kind kind, void *buf, uint64_t *t0)
 		return client_write(x->c, 0, x->pfn, x->count, buf);
 	if (kind == OP_READ)
 		return client_read(x->c, 0, x->pfn, x->count, buf);
-	err = client_write_start(x->c, 0, x->wpfn, x->wcount, x->wbuf, &op);
+	err = client_write_start(x->c, 0, x->wpfn, x->wcount, x->wbuf, false, &op);
 	*t0 = now_ns();
 	if (!err)
 		err = client_read(x->c, 0, x->pfn, x->count, buf);

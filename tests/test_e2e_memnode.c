@@ -252,8 +252,8 @@ static void test_rejoin_old_writes(void)
 	CHECK(client_alloc(c, 0, 2, &pfn, &got) == 0 && got == 2);
 	fill_page(page, pfn, 11);
 	kill(mn.pid, SIGSTOP); /* the writes stay unanswered */
-	CHECK(client_write_start(c, 0, pfn, 1, page, &op1) == 0);
-	CHECK(client_write_start(c, 0, pfn + 1, 1, page, &op2) == 0);
+	CHECK(client_write_start(c, 0, pfn, 1, page, false, &op1) == 0);
+	CHECK(client_write_start(c, 0, pfn + 1, 1, page, false, &op2) == 0);
 	kill(mn.pid, SIGKILL);
 	CHECK(waitpid(mn.pid, &st, 0) == mn.pid);
 	do

@@ -758,12 +758,17 @@ class NetNs:
         sh("ip", "-n", self.name, "addr", "add", self.ns_ip + "/24", "dev", self.ns_if)
         sh("ip", "-n", self.name, "link", "set", self.ns_if, "up")
         sh("ip", "-n", self.name, "link", "set", "lo", "up")
-        # tbf: rate, a burst of ~2 ms at that rate (>= one 64 KiB GSO packet), 10 ms of queue
-        burst = max(256 * 1024, int(self.rate * 1e9 / 8 * 0.002))
+        self.shape(self.rate * 1e9, "add")
+
+    def shape(self, bits_per_s, how="change"):
+        """tbf on both ends at bits_per_s: a burst of ~2 ms at that rate (>= one
+        64 KiB GSO packet), 10 ms of queue. how: add (at create) or change (a
+        link that slows down and recovers, as the soak's slow events do)."""
+        burst = max(256 * 1024, int(bits_per_s / 8 * 0.002))
         for ns in (None, self.name):
             dev = self.host_if if ns is None else self.ns_if
             pre = ["ip", "netns", "exec", ns] if ns else []
-            sh(*pre, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", "%dgbit" % self.rate,
+            sh(*pre, "tc", "qdisc", how, "dev", dev, "root", "tbf", "rate", "%dkbit" % (bits_per_s // 1000),
                "burst", str(burst), "latency", "10ms")
 
     def destroy(self):

@@ -387,16 +387,50 @@ static bool stats_done(struct node *n) { return !n->stats_pending || n->reply_er
 bool said_goodbye(struct node *n) { return n->goodbye; }
 static bool drain_answered(struct node *n) { return n->drain_answered || n->reply_err; }
 
-/* Sends m, first waiting for a credit when all are in use (HPBD §4.2). */
+/* The oldest request n has not answered is late. */
+static bool oldest_late(struct node *n)
+{
+	uint64_t oldest = now_ns();
+
+	for (unsigned i = 0; i < n->npend; i++)
+		if (n->pend[i].t0 < oldest)
+			oldest = n->pend[i].t0;
+	return n->npend && hedge_deadline(n, oldest, 0, 0) && now_ns() > hedge_deadline(n, oldest, 0, 0);
+}
+
+/* Waits for a credit of n. Hedged (round >= 0), it gives up (-ETIME): a
+ * read once it is late itself (hedge_deadline of bytes in round), a write
+ * once n is shunned (hedge_shunned); n turns suspect when its oldest
+ * request is late. Up to op-timeout, then as a plain wait. */
+static int credit_wait(struct node *n, bool read, uint64_t bytes, int round)
+{
+	uint64_t t0 = now_ns(), by = round >= 0 ? hedge_deadline(n, t0, bytes, (unsigned)round) : 0;
+
+	while (round >= 0 && n->c->hedge_floor_ns && now_ns() - t0 < n->c->timeout_ns) {
+		uint64_t slice = now_ns() + MUTE_CHECK_NS;
+		int err = wait_until(n, has_credit, NULL, read && by && by < slice ? by : slice);
+
+		if (err != -ETIME)
+			return err;
+		if (oldest_late(n))
+			hedge_suspect(n, "a request", 0);
+		if ((read && by && now_ns() >= by) || (!read && hedge_shunned(n)))
+			return -ETIME;
+	}
+	return wait_for(n, has_credit, NULL);
+}
+
+/* Sends m, first waiting for a credit when all are in use (HPBD §4.2);
+ * round as credit_wait's. */
 static int send_with_credit_bulk(struct node *n, struct proto_msg *m, const void *bulk, size_t bulk_len,
-				 struct tp_op *op, void *dst)
+				 struct tp_op *op, void *dst, int round)
 {
 	int err;
 
 	if (n->fail_err)
 		return n->fail_err;
 	if (!has_credit(n)) {
-		err = wait_for(n, has_credit, NULL);
+		err = credit_wait(n, m->type == PROTO_READ, bulk_len, round);
 		if (err)
 			return err;
 	}
@@ -405,7 +439,7 @@ static int send_with_credit_bulk(struct node *n, struct proto_msg *m, const void
 
 int send_with_credit(struct node *n, struct proto_msg *m)
 {
-	return send_with_credit_bulk(n, m, NULL, 0, NULL, NULL);
+	return send_with_credit_bulk(n, m, NULL, 0, NULL, NULL, -1);
 }
 
 /* encrypt: room for every frame's IV and tag, backed only where used. */
@@ -465,7 +499,7 @@ static int fill_pool(struct node *n)
 			return 0;
 		if (!n->alloc_pending && (err = ask_frames(n, order)))
 			return err;
-		err = wait_until(n, alloc_settled, NULL, hedge_elsewhere(n) ? hedge_deadline(n, alloc_sent(n), 0) : 0);
+		err = wait_until(n, alloc_settled, NULL, hedge_elsewhere(n) ? hedge_deadline(n, alloc_sent(n), 0, 0) : 0);
 		if (err == -ETIME) { /* late: the caller places the page on another memnode */
 			hedge_suspect(n, "an ALLOC", 0);
 			return -ENOSPC;
@@ -505,7 +539,7 @@ int client_alloc(struct comex_client *c, unsigned node, uint32_t want, uint32_t 
 	pthread_mutex_lock(&c->lock);
 	err = connect_deferred(c);
 	if (!err)
-		err = n->fail_err ? n->fail_err : n->evicting || hedge_avoided(n) ? -ENOSPC : 0;
+		err = n->fail_err ? n->fail_err : n->evicting || hedge_shunned(n) ? -ENOSPC : 0;
 	if (!err)
 		err = fill_pool(n);
 	if (!err) {
@@ -517,7 +551,10 @@ int client_alloc(struct comex_client *c, unsigned node, uint32_t want, uint32_t 
 	return err;
 }
 
-void client_room(struct comex_client *c, uint64_t *out, unsigned nnodes)
+/* Each node's room for new pages (first copies: not on a suspect) or for
+ * copies (copy: anywhere but a mute suspect, so that a page keeps its
+ * number of copies while a memnode is only late). */
+static void room_for(struct comex_client *c, uint64_t *out, unsigned nnodes, bool copy)
 {
 	uint64_t now = now_ns();
 
@@ -526,12 +563,17 @@ void client_room(struct comex_client *c, uint64_t *out, unsigned nnodes)
 	for (unsigned i = 0; i < nnodes; i++) {
 		struct node *n = get_node(c, i);
 
-		out[i] = n && n->welcomed && !n->fail_err && !n->evicting && !hedge_avoided(n) &&
-				 now >= n->exhausted_until ? n->room : 0;
+		out[i] = n && n->welcomed && !n->fail_err && !n->evicting &&
+				 !(copy ? hedge_shunned(n) : hedge_avoided(n)) && now >= n->exhausted_until ? n->room : 0;
 		if (n && n->slow && out[i]) /* placement by room prefers its faster peers */
 			out[i] = out[i] / SLOW_ROOM_DIVISOR + 1;
 	}
 	pthread_mutex_unlock(&c->lock);
+}
+
+void client_room(struct comex_client *c, uint64_t *out, unsigned nnodes)
+{
+	room_for(c, out, nnodes, false);
 }
 
 int client_copy_target(struct comex_client *c, uint64_t avoid, unsigned *node_out, uint64_t *room_out)
@@ -540,7 +582,7 @@ int client_copy_target(struct comex_client *c, uint64_t avoid, unsigned *node_ou
 	unsigned n = c->nnodes < OPT_MEMNODE_MAX ? c->nnodes : OPT_MEMNODE_MAX;
 	int best = -1;
 
-	client_room(c, room, n);
+	room_for(c, room, n, true);
 	for (unsigned i = 0; i < n; i++)
 		if (!(avoid >> i & 1) && (best < 0 || room[i] > room[best]))
 			best = (int)i;
@@ -677,13 +719,21 @@ static int unseal(struct node *n, uint32_t pfn, uint32_t count, uint8_t *dst)
 	return 0;
 }
 
-/* Waits for op; hedged, only until it is late (measured from op->t0): then
- * it is given up (-ETIME) where the transport can, else waited for on. */
-static int finish_wait(struct node *n, enum tp_rma_kind kind, struct tp_op *op, bool hedged)
+/* Waits for op; hedged (round >= 0), only until it is late (measured from
+ * op->t0, with 2^round times the patience): then it is given up (-ETIME)
+ * where the transport can, else waited for on. */
+static int finish_wait(struct node *n, enum tp_rma_kind kind, struct tp_op *op, int round)
 {
-	uint64_t deadline = hedged ? hedge_deadline(n, op->t0, op->bytes) : 0;
+	uint64_t deadline = round >= 0 ? hedge_deadline(n, op->t0, op->bytes, (unsigned)round) : 0;
 	int err = wait_until(n, NULL, op, deadline);
 
+	/* a late write to a memnode that still answers is waited for on (it is
+	 * suspect meanwhile): given up, it would leave its pages a copy short,
+	 * and a stop of their other memnode later would find them nowhere */
+	while (err == -ETIME && kind == TP_PUT && !hedge_mute(n)) {
+		hedge_suspect(n, "a write", op->bytes);
+		err = wait_until(n, NULL, op, now_ns() + MUTE_CHECK_NS);
+	}
 	if (err == -ETIME && hedge_abandon(n, op, kind == TP_GET ? "a read" : "a write"))
 		err = wait_for(n, NULL, op);
 	return err;
@@ -694,13 +744,13 @@ static int finish_wait(struct node *n, enum tp_rma_kind kind, struct tp_op *op, 
  * since, perhaps still joining) failed with that session: its endpoint was
  * closed by node_reset, which cancelled it, and its frames are gone. It is
  * neither waited for nor allowed to touch the new session's endpoint. */
-static int transfer_finish(struct node *n, enum tp_rma_kind kind, struct tp_op *op, bool hedged)
+static int transfer_finish(struct node *n, enum tp_rma_kind kind, struct tp_op *op, int round)
 {
 	int err;
 
 	if (op->tag != n->session)
 		return op->done && op->status ? op->status : -ECONNRESET;
-	err = op->done ? 0 : finish_wait(n, kind, op, hedged);
+	err = op->done ? 0 : finish_wait(n, kind, op, round);
 
 	if (!err)
 		err = op->status;
@@ -708,7 +758,7 @@ static int transfer_finish(struct node *n, enum tp_rma_kind kind, struct tp_op *
 		*op = (struct tp_op){ .tag = n->session, .t0 = op->t0, .bytes = op->bytes };
 		err = tp_rma(n->ep, TP_FLUSH, NULL, 0, 0, op);
 		if (!err)
-			err = finish_wait(n, kind, op, hedged);
+			err = finish_wait(n, kind, op, round);
 		if (!err)
 			err = op->status;
 	}
@@ -734,7 +784,7 @@ const void *client_frames_at(struct comex_client *c, unsigned node, uint32_t pfn
  * the frames it gave us.
  * Starts it; op is done once it completed (during any later wait). */
 static int transfer_start(struct node *n, enum tp_rma_kind kind, uint32_t pfn, uint32_t count, void *local,
-			  struct tp_op *op)
+			  struct tp_op *op, int round)
 {
 	struct proto_msg m = { .type = kind == TP_GET ? PROTO_READ : PROTO_WRITE };
 	int err;
@@ -756,27 +806,29 @@ static int transfer_start(struct node *n, enum tp_rma_kind kind, uint32_t pfn, u
 	} else {
 		m.u.rw.pfn = pfn;
 		m.u.rw.count = count;
-		err = send_with_credit_bulk(n, &m, kind == TP_PUT ? local : NULL, count * PROTO_FRAME_SIZE, op, local);
+		err = send_with_credit_bulk(n, &m, kind == TP_PUT ? local : NULL, count * PROTO_FRAME_SIZE, op, local,
+					    round);
 	}
-	if (err && err != -EPERM && err != -ERANGE)
+	if (err && err != -EPERM && err != -ERANGE && err != -ETIME)
 		node_fail(n, err);
 	return err;
 }
 
-static int transfer(struct node *n, enum tp_rma_kind kind, uint32_t pfn, uint32_t count, void *local, bool hedged)
+static int transfer(struct node *n, enum tp_rma_kind kind, uint32_t pfn, uint32_t count, void *local, int round)
 {
 	struct tp_op op;
-	int err = transfer_start(n, kind, pfn, count, local, &op);
+	int err = transfer_start(n, kind, pfn, count, local, &op, round);
 
 	if (!err)
-		err = transfer_finish(n, kind, &op, hedged);
+		err = transfer_finish(n, kind, &op, round);
 	if (!err && n->c->crypt && kind == TP_GET && (err = unseal(n, pfn, count, local)))
 		node_fail(n, err);
 	return err;
 }
 
-/* A read; hedged: not from a suspect or slow node (-EAGAIN), given up once late (-ETIME). */
-static int read_frames(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst, bool hedged)
+/* A read; hedged (round >= 0): given up once late (-ETIME); in round 0,
+ * not from a suspect or slow node (-EAGAIN). */
+static int read_frames(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst, int round)
 {
 	struct node *n = get_node(c, node);
 	int err;
@@ -784,22 +836,23 @@ static int read_frames(struct comex_client *c, unsigned node, uint32_t pfn, uint
 	if (!n)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	if (hedged && (hedge_avoided(n) || hedge_slow(n)))
+	if (round == 0 && (hedge_avoided(n) || hedge_slow(n)))
 		err = -EAGAIN;
 	else
-		err = transfer(n, TP_GET, pfn, count, dst, hedged);
+		err = transfer(n, TP_GET, pfn, count, dst, round);
 	pthread_mutex_unlock(&c->lock);
 	return err;
 }
 
 int client_read(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst)
 {
-	return read_frames(c, node, pfn, count, dst, false);
+	return read_frames(c, node, pfn, count, dst, -1);
 }
 
-int client_read_hedged(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst)
+int client_read_hedged(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst,
+		       unsigned round)
 {
-	return read_frames(c, node, pfn, count, dst, true);
+	return read_frames(c, node, pfn, count, dst, round < HEDGE_ROUNDS ? (int)round : -1);
 }
 
 int client_write(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, const void *src)
@@ -810,13 +863,13 @@ int client_write(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t c
 	if (!n)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	err = transfer(n, TP_PUT, pfn, count, (void *)src, false);
+	err = transfer(n, TP_PUT, pfn, count, (void *)src, -1);
 	pthread_mutex_unlock(&c->lock);
 	return err;
 }
 
 int client_write_start(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, const void *src,
-		       struct tp_op *op)
+		       bool hedged, struct tp_op *op)
 {
 	struct node *n = get_node(c, node);
 	int err;
@@ -825,16 +878,16 @@ int client_write_start(struct comex_client *c, unsigned node, uint32_t pfn, uint
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
 	if (c->crypt) { /* sealed pages go out from the one bounce buffer: at once */
-		err = transfer(n, TP_PUT, pfn, count, (void *)src, false);
+		err = transfer(n, TP_PUT, pfn, count, (void *)src, -1);
 		*op = (struct tp_op){ .done = true, .status = err, .tag = n->session };
 	} else {
-		err = transfer_start(n, TP_PUT, pfn, count, (void *)src, op);
+		err = transfer_start(n, TP_PUT, pfn, count, (void *)src, op, hedged ? 0 : -1);
 	}
 	pthread_mutex_unlock(&c->lock);
 	return err;
 }
 
-static int write_wait(struct comex_client *c, unsigned node, struct tp_op *op, bool hedged)
+static int write_wait(struct comex_client *c, unsigned node, struct tp_op *op, int round)
 {
 	struct node *n = get_node(c, node);
 	int err;
@@ -842,19 +895,19 @@ static int write_wait(struct comex_client *c, unsigned node, struct tp_op *op, b
 	if (!n)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	err = transfer_finish(n, TP_PUT, op, hedged);
+	err = transfer_finish(n, TP_PUT, op, round);
 	pthread_mutex_unlock(&c->lock);
 	return err;
 }
 
 int client_write_wait(struct comex_client *c, unsigned node, struct tp_op *op)
 {
-	return write_wait(c, node, op, false);
+	return write_wait(c, node, op, -1);
 }
 
 int client_write_wait_hedged(struct comex_client *c, unsigned node, struct tp_op *op)
 {
-	return write_wait(c, node, op, true);
+	return write_wait(c, node, op, 0);
 }
 
 /* A request whose answer sets what answered() looks for; its ERROR, if any. */

@@ -7,6 +7,7 @@
 #ifndef COMEX_CLIENT_H
 #define COMEX_CLIENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct comex_client;
@@ -64,23 +65,33 @@ int client_read(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t co
 int client_write(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, const void *src);
 /* client_write in two halves: the WRITE goes out now and src must stay
  * unchanged until client_write_wait returned (its status, 0 or negative
- * errno); op is the caller's and must live as long. */
+ * errno); op is the caller's and must live as long. hedged: the caller has
+ * other copies, so a wait for credit gives up (-ETIME) on a shunned node. */
 int client_write_start(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, const void *src,
-		       struct tp_op *op);
+		       bool hedged, struct tp_op *op);
 int client_write_wait(struct comex_client *c, unsigned node, struct tp_op *op);
 
 /* Hedged transfers (hedge.c), for callers that have another copy to go to:
- * as client_read and client_write_wait, but -EAGAIN at once (a read) when
- * node is suspect or far slower than a peer, and -ETIME once the transfer
- * is late (option hedge-floor, or a
- * few times this link's recent answer times): it is then given up (dst is
- * no longer written; a write's frames should be released) and node is
- * suspect. Where it cannot be given up (UCX) they wait as the others do. */
-int client_read_hedged(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst);
+ * as client_read and client_write_wait, but -ETIME once the transfer is
+ * late (option hedge-floor, or a few times this link's recent answer
+ * times): it is then given up (dst is no longer written; a write's frames
+ * should be released) and node is suspect. Where it cannot be given up
+ * (UCX) they wait as the others do. A read in round 0 is refused at once
+ * (-EAGAIN) when node is suspect or far slower than a peer; a caller whose
+ * every copy was late reads again in round 1, 2, ..., each with twice the
+ * patience, all of them (a stopped memnode is never waited for while a
+ * late one may still answer); from round HEDGE_ROUNDS on it is a plain
+ * read, waited for up to op-timeout. */
+#define HEDGE_ROUNDS 12u /* 2^12 x a 20 ms deadline: 82 s, past op-timeout's default */
+int client_read_hedged(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst,
+		       unsigned round);
 int client_write_wait_hedged(struct comex_client *c, unsigned node, struct tp_op *op);
-/* Bit i: node i is suspect (late lately) and steered around, as another
- * memnode is healthy: nothing new goes there, client_read_hedged refuses it
- * (-EAGAIN). Without the lock (any thread, any time). */
+/* Bit i: node i is suspect (late lately), has said nothing at all for a
+ * while (stopped, hung), and another memnode serves: nothing goes there,
+ * not even copies, and client_alloc refuses it. A suspect that still
+ * answers, only late, has its reads steered away (client_read_hedged) and
+ * takes no first copies, but copies still go there (a page keeps its
+ * number of copies). Without the lock (any thread, any time). */
 uint64_t client_avoided(const struct comex_client *c);
 /* Where the client writes, as they happen, its waits over 0.5 s and its
  * suspects (struct stats_board in stats.h); b must outlive c. */

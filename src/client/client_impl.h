@@ -67,11 +67,14 @@ struct node {
 	double xfer_us, xfer_dev_us;  /* EWMAs: answer time per XFER_UNIT moved (hedge.c), its mean deviation */
 	bool suspect;                 /* missed a deadline: no new frames, reads go to its peers */
 	bool slow;                    /* answers far slower than a peer: reads go to its peers (hedge_slow) */
+	double read_us;               /* EWMA: answer time of reads per XFER_UNIT (hedge_slow compares these) */
+	unsigned slow_reads;          /* reads asked of it while slow: one in SLOW_SAMPLE goes */
 	uint64_t suspect_t0;          /* since when (ns) */
 	uint64_t back_t;              /* when it was last taken back (ns) */
 	unsigned flaps;               /* suspected again soon after being taken back: longer probation */
 	unsigned probes_ok;           /* timely probe answers in a row while suspect */
 	uint64_t probe_seq;           /* its probe (a STATS) in flight; 0: none */
+	uint64_t heard_t;             /* its last answer (ns), or its welcome */
 	uint64_t late, releases_dropped;
 };
 
@@ -97,7 +100,7 @@ struct comex_client {
 	uint8_t *bounce;              /* encrypt: PROTO_MAX_RW_FRAMES sealed pages on their way out */
 	uint64_t hedge_floor_ns;      /* option hedge-floor; 0: no hedging, nobody suspected */
 	struct stats_board *board;    /* client_board(), or NULL */
-	uint64_t avoided;             /* bit i: node i is steered around (hedge_avoided; atomic, lock-free reads) */
+	uint64_t avoided;             /* bit i: node i is shunned (hedge_shunned; atomic, lock-free reads) */
 };
 
 /* client.c, for session.c */
@@ -127,7 +130,9 @@ void pool_file_populate(uint32_t pfn, uint32_t count); /* frames just granted, i
 int connect_deferred(struct comex_client *c);
 /* hedge.c, for client.c (lock held) */
 void hedge_answered(struct node *n, const struct pending *p);  /* a reply to p came: timing, probation */
-uint64_t hedge_deadline(const struct node *n, uint64_t t0, uint64_t bytes); /* when a request of bytes sent at t0 is late; 0: never */
+/* when a request of bytes sent at t0 is late, with 2^round times the
+ * patience (round < HEDGE_ROUNDS); 0: never (op-timeout comes first) */
+uint64_t hedge_deadline(const struct node *n, uint64_t t0, uint64_t bytes, unsigned round);
 /* Gives up on op (late): the transport and our pending entry drop it, the
  * node becomes suspect (what names the request, for the log). -EOPNOTSUPP
  * (UCX): op cannot be given up, wait on. */
@@ -136,8 +141,13 @@ void hedge_suspect(struct node *n, const char *what, uint64_t bytes);
 /* n is suspect and another memnode is healthy: steered around (no new
  * frames, reads go to its peers); the last memnodes left are waited for. */
 bool hedge_avoided(const struct node *n);
-bool hedge_elsewhere(const struct node *n); /* another memnode is healthy */
-bool hedge_slow(struct node *n);            /* answers SLOW_FACTOR x slower than a healthy peer */
+/* avoided and mute (stopped, hung): not even copies go there (no ALLOC,
+ * no write), as nothing would come back; published as client_avoided() */
+bool hedge_shunned(const struct node *n);
+bool hedge_elsewhere(const struct node *n); /* a peer serves better: healthy, or heard from while n is mute */
+bool hedge_mute(const struct node *n);      /* nothing heard from it lately (HEARD_NS): stopped or hung */
+#define MUTE_CHECK_NS 20000000ull           /* how often a late write's wait asks hedge_mute */
+bool hedge_slow(struct node *n);            /* reads SLOW_FACTOR x slower than a healthy peer's: steer this one */
 #define SLOW_ROOM_DIVISOR 8 /* client_room shows a slow memnode's room this much smaller */
 void hedge_publish(struct comex_client *c); /* c->avoided and the board, anew */
 /* Membership tick: probes suspect nodes, fails one whose oldest request is

@@ -2,10 +2,12 @@
  * a slowed link: a gray failure) is given up on per request instead of
  * waited for up to op-timeout. A request later than its deadline is dropped
  * (its answer, if it comes, is read and thrown away) and the caller goes to
- * another copy or another memnode; the memnode becomes suspect: no new
- * frames come from it and reads go to its peers. The membership tick probes
- * a suspect memnode and takes it back once it answers in time again, after
- * a probation that grows when it keeps relapsing. docs/RELIABILITY.md. */
+ * another copy or another memnode; the memnode becomes suspect: no first
+ * copies go there and reads go to its peers. One that says nothing at all
+ * (mute: stopped, hung) is shunned: no copies either. The membership tick
+ * probes a suspect memnode and takes it back once it answers in time again,
+ * after a probation that grows when it keeps relapsing. docs/RELIABILITY.md,
+ * D78-D79. */
 #include <errno.h>
 #include <string.h>
 
@@ -32,11 +34,20 @@
  * writes, which keep its answer times current. */
 #define SLOW_FACTOR 4.0
 #define SLOW_GAP_US 200.0
+/* Only reads are compared (a memnode that took more write-behind queues
+ * its answers behind it, and is not slower for that), with hysteresis: it
+ * is no longer slow under SLOW_FACTOR / 2 x the peer's. One read in
+ * SLOW_SAMPLE still goes to a slow memnode, so its read times stay current. */
+#define SLOW_SAMPLE 16u
 /* A suspect is taken back after PROBES_OK timely probe answers in a row
  * (one per 50 ms membership tick: 150 ms), doubled for each time it became
  * suspect again within FLAP_WINDOW_NS of being taken back, up to 2^FLAPS_MAX
  * (2.4 s): a memnode that keeps stalling stays out longer. */
 #define PROBES_OK 3u
+/* Mute: asked something HEARD_NS (5 probe ticks) ago or more, and no answer
+ * to anything since. A memnode that only answers late still answers its
+ * probes; a stopped one does not. */
+#define HEARD_NS 250000000ull
 #define FLAP_WINDOW_NS 30000000000ull
 #define FLAPS_MAX 4u
 
@@ -54,26 +65,56 @@ static uint64_t late_after(const struct node *n, uint64_t bytes)
 	return ns < n->c->hedge_floor_ns ? n->c->hedge_floor_ns : ns;
 }
 
-uint64_t hedge_deadline(const struct node *n, uint64_t t0, uint64_t bytes)
+uint64_t hedge_deadline(const struct node *n, uint64_t t0, uint64_t bytes, unsigned round)
 {
 	uint64_t late;
 
 	if (!n->c->hedge_floor_ns)
 		return 0;
-	late = late_after(n, bytes);
+	late = late_after(n, bytes) << round;
 	return late < n->c->timeout_ns ? t0 + late : 0; /* op-timeout first: nothing to hedge */
+}
+
+static bool usable(const struct node *n)
+{
+	return n->welcomed && !n->fail_err && !n->evicting;
 }
 
 static bool healthy(const struct node *n)
 {
-	return n->welcomed && !n->fail_err && !n->evicting && !n->suspect;
+	return usable(n) && !n->suspect;
 }
 
+static bool heard_lately(const struct node *n, uint64_t now)
+{
+	return now - n->heard_t < HEARD_NS;
+}
+
+bool hedge_mute(const struct node *n)
+{
+	uint64_t now = now_ns();
+
+	if (heard_lately(n, now))
+		return false;
+	for (unsigned i = 0; i < n->npend; i++) /* asked long enough ago (a memnode not asked is not mute) */
+		if (now - n->pend[i].t0 >= HEARD_NS)
+			return true;
+	return false;
+}
+
+/* A peer serves better than n: it is healthy, or n is mute and the peer is
+ * not (when every memnode is suspect, the one that only answers late is
+ * used, not the one that is stopped). */
 bool hedge_elsewhere(const struct node *n)
 {
-	for (unsigned i = 0; i < n->c->nnodes; i++)
-		if (&n->c->node[i] != n && healthy(&n->c->node[i]))
+	bool mute = hedge_mute(n);
+
+	for (unsigned i = 0; i < n->c->nnodes; i++) {
+		const struct node *p = &n->c->node[i];
+
+		if (p != n && (healthy(p) || (mute && usable(p) && !hedge_mute(p))))
 			return true;
+	}
 	return false;
 }
 
@@ -82,23 +123,28 @@ bool hedge_avoided(const struct node *n)
 	return n->suspect && !n->fail_err && hedge_elsewhere(n);
 }
 
+bool hedge_shunned(const struct node *n)
+{
+	return hedge_avoided(n) && hedge_mute(n);
+}
+
 bool hedge_slow(struct node *n)
 {
-	double best = 0;
+	double best = 0, factor = n->slow ? SLOW_FACTOR / 2 : SLOW_FACTOR;
 	bool slow;
 
 	for (unsigned i = 0; i < n->c->nnodes; i++) {
 		const struct node *p = &n->c->node[i];
 
-		if (p != n && healthy(p) && p->xfer_us > 0 && (best == 0 || p->xfer_us < best))
-			best = p->xfer_us;
+		if (p != n && healthy(p) && p->read_us > 0 && (best == 0 || p->read_us < best))
+			best = p->read_us;
 	}
-	slow = n->c->hedge_floor_ns && best > 0 && n->xfer_us > SLOW_FACTOR * best && n->xfer_us - best > SLOW_GAP_US;
+	slow = n->c->hedge_floor_ns && best > 0 && n->read_us > factor * best && n->read_us - best > SLOW_GAP_US;
 	if (slow != n->slow)
-		log_info("memnode %s answers in %.0f us, a peer in %.0f us: %s", n->addr, n->xfer_us, best,
+		log_info("memnode %s answers reads in %.0f us, a peer in %.0f us: %s", n->addr, n->read_us, best,
 			 slow ? "slow; pages with a copy elsewhere are read there" : "no longer slow");
 	n->slow = slow;
-	return slow;
+	return slow && ++n->slow_reads % SLOW_SAMPLE;
 }
 
 void hedge_publish(struct comex_client *c)
@@ -106,7 +152,7 @@ void hedge_publish(struct comex_client *c)
 	uint64_t avoided = 0, suspects = 0;
 
 	for (unsigned i = 0; i < c->nnodes && i < 64; i++) {
-		avoided |= (uint64_t)hedge_avoided(&c->node[i]) << i;
+		avoided |= (uint64_t)hedge_shunned(&c->node[i]) << i;
 		suspects |= (uint64_t)(c->node[i].suspect && !c->node[i].fail_err) << i;
 	}
 	__atomic_store_n(&c->avoided, avoided, __ATOMIC_RELAXED);
@@ -166,9 +212,10 @@ static void probe_answered(struct node *n, uint64_t ns)
  * suspect (a stall's answers would stretch it) nor of abandoned requests. */
 void hedge_answered(struct node *n, const struct pending *p)
 {
-	uint64_t ns = now_ns() - p->t0;
+	uint64_t now = now_ns(), ns = now - p->t0;
 	double us = ns / 1000.0 / units(p->len), dev;
 
+	n->heard_t = now;
 	if (p->abandoned) {
 		n->late++;
 		return;
@@ -187,6 +234,8 @@ void hedge_answered(struct node *n, const struct pending *p)
 	dev = us > n->xfer_us ? us - n->xfer_us : n->xfer_us - us;
 	n->xfer_dev_us += EWMA_WEIGHT * (dev - n->xfer_dev_us);
 	n->xfer_us += EWMA_WEIGHT * (us - n->xfer_us);
+	if (p->type == PROTO_READ)
+		n->read_us = n->read_us ? n->read_us + EWMA_WEIGHT * (us - n->read_us) : us;
 }
 
 int hedge_abandon(struct node *n, struct tp_op *op, const char *what)

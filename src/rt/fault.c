@@ -201,32 +201,44 @@ static bool check_sum(uint64_t i, const char *src, char *copy)
 	if (pagesum_eq(pagesum_of(src), sum_at(i)))
 		return false;
 	STAT_ADD(P.c.stats, pages_corrupt, 1);
-	if (!replica_failover(pte_node(pte_at(i)), i, 1, 1, copy))
+	if (!replica_failover(pte_node(pte_at(i)), i, 1, 1, copy, -1))
 		return true;
 	pager_die("a page came back from its memnode changed (checksum mismatch)", (uintptr_t)page_addr(i), -EIO);
 }
 
+/* A hedged read of the run and, while it and the pages' other copies are
+ * all late, both again, each round with twice the patience (without the
+ * lock, once: the locked reread decides). A page with no other copy has
+ * its memnode waited for, under the lock. */
+static int read_hedged(unsigned node, uint32_t pfn, uint32_t count, void *dst, uint64_t idx, uint64_t step,
+		       bool locked)
+{
+	int err = client_read_hedged(P.c.client, node, pfn, count, dst, 0);
+
+	for (unsigned r = 0; err == -ETIME || err == -EAGAIN;) { /* late, or its memnode suspect or slow */
+		STAT_ADD(P.c.stats, reads_hedged, 1);
+		err = replica_failover(node, idx, step, count, dst, (int)r); /* in runs */
+		if (err != -ETIME || !locked)
+			break;
+		err = client_read_hedged(P.c.client, node, pfn, count, dst, ++r);
+	}
+	if (err == -EIO && locked)
+		err = client_read(P.c.client, node, pfn, count, dst);
+	return err;
+}
+
 /* One read of count frames from pfn on node into dst, for pages idx,
- * idx + step, ..., counted. One that is late or steered away (hedged) is
- * read from the pages' other copies at once; with fail_over, one that
- * failed too (under the pager lock only: the frames may be gone). */
+ * idx + step, ..., counted; with fail_over (under the pager lock only: the
+ * frames may be gone) one that failed is read from the pages' other copies. */
 static int read_counted(unsigned node, uint32_t pfn, uint32_t count, void *dst, uint64_t idx, uint64_t step,
 			bool fail_over)
 {
 	uint64_t t0 = now_ns();
-	int err = replica_hedging() ? client_read_hedged(P.c.client, node, pfn, count, dst)
+	int err = replica_hedging() ? read_hedged(node, pfn, count, dst, idx, step, fail_over)
 				  : client_read(P.c.client, node, pfn, count, dst);
 
-	if (err == -ETIME || err == -EAGAIN) { /* late, or its memnode suspect or slow: the copies serve */
-		STAT_ADD(P.c.stats, reads_hedged, 1);
-		err = replica_failover(node, idx, step, count, dst); /* in runs, with or without the lock */
-		if (err == -EIO && fail_over) /* some page has no other copy: its memnode is waited for */
-			err = client_read(P.c.client, node, pfn, count, dst);
-		/* without the lock a page's copies may have changed under the read:
-		 * the locked reread decides, never a wait on a memnode that is late */
-	} else if (err && fail_over) {
-		err = replica_failover(node, idx, step, count, dst);
-	}
+	if (err && err != -ETIME && err != -EAGAIN && fail_over)
+		err = replica_failover(node, idx, step, count, dst, -1);
 	STAT_ADD(P.c.stats, ns_read, now_ns() - t0);
 	if (err)
 		return err;

@@ -179,7 +179,8 @@ static void flush(unsigned node)
 	settle(node);
 	P.wb[node] = P.wb_out[node];
 	P.wb_out[node] = wb;
-	if ((err = replica_skip_write(node) ?: client_write_start(P.c.client, node, pfn, count, data, &P.wb_op[node]))) {
+	if ((err = replica_skip_write(node) ?: client_write_start(P.c.client, node, pfn, count, data, replica_hedging(),
+									   &P.wb_op[node]))) {
 		if (pager_opt(OPT_REPLICAS) == 1 && !backup_on())
 			write_failed(wb, err);
 		P.wb_op[node] = (struct tp_op){ .done = true, .status = err }; /* settle() sees it */

@@ -137,7 +137,7 @@ static void write_run(unsigned n0, struct wbuf *wb, uint32_t k, uint32_t slot, u
 	if (nops[n0] < OPS) {
 		struct sec_op *o = &ops[n0][nops[n0]];
 
-		err = client_write_start(P.c.client, loc_node(a), loc_pfn(a), count, src, &o->op);
+		err = client_write_start(P.c.client, loc_node(a), loc_pfn(a), count, src, true, &o->op);
 		if (!err) {
 			o->node = loc_node(a);
 			o->slot = slot;
@@ -277,13 +277,25 @@ void replica_move(uint64_t from, uint64_t to)
 	memset(copies(from), 0, extra * sizeof(uint64_t));
 }
 
+/* A failover's read: plain (round < 0) or hedged in that round
+ * (client_read_hedged); one late or steered away sets *late. */
+static int copy_read(unsigned node, uint32_t pfn, uint32_t count, char *dst, int round, bool *late)
+{
+	int err = round < 0 ? client_read(P.c.client, node, pfn, count, dst)
+			    : client_read_hedged(P.c.client, node, pfn, count, dst, (unsigned)round);
+
+	if (err == -ETIME || err == -EAGAIN)
+		*late = true;
+	return err;
+}
+
 /* Page i from one of its extra copies into dst, checked; false if none. */
-static bool read_copy(uint64_t i, char *dst)
+static bool read_copy(uint64_t i, char *dst, int round, bool *late)
 {
 	for (unsigned k = 0; k < extra; k++) {
 		uint64_t a = __atomic_load_n(&copies(i)[k], __ATOMIC_RELAXED);
 
-		if ((a & LOC_VALID) && !client_read(P.c.client, loc_node(a), loc_pfn(a), 1, dst) &&
+		if ((a & LOC_VALID) && !copy_read(loc_node(a), loc_pfn(a), 1, dst, round, late) &&
 		    pagesum_eq(pagesum_of(dst), sum_at(i)))
 			return true;
 	}
@@ -293,14 +305,14 @@ static bool read_copy(uint64_t i, char *dst)
 /* Page i from a copy not on node bad: its first copy, if the membership
  * thread has meanwhile put an extra one in the failed one's place (the read
  * may have run without the pager lock), else an extra one. */
-static bool read_other(unsigned bad, uint64_t i, char *dst)
+static bool read_other(unsigned bad, uint64_t i, char *dst, int round, bool *late)
 {
 	pte_t e = pte_at(i);
 
 	if ((pte_state(e) == PTE_REMOTE || pte_state(e) == PTE_CLEAN) && pte_node(e) != bad &&
-	    !client_read(P.c.client, pte_node(e), pte_pfn(e), 1, dst) && pagesum_eq(pagesum_of(dst), sum_at(i)))
+	    !copy_read(pte_node(e), pte_pfn(e), 1, dst, round, late) && pagesum_eq(pagesum_of(dst), sum_at(i)))
 		return true;
-	return read_copy(i, dst);
+	return read_copy(i, dst, round, late);
 }
 
 /* The copy of page i not on bad that a batch reads: its first copy, else
@@ -324,7 +336,8 @@ static uint64_t other_loc(unsigned bad, uint64_t i)
  * of one memnode (copies of consecutive evictions do: one cursor per pair
  * of memnodes), read with one transfer into p and checked page by page.
  * The pages taken (0: none could be read together). */
-static uint32_t read_batch(unsigned bad, uint64_t first, uint64_t step, uint32_t k, uint32_t count, char *p)
+static uint32_t read_batch(unsigned bad, uint64_t first, uint64_t step, uint32_t k, uint32_t count, char *p,
+			   int round, bool *late)
 {
 	uint64_t l = extra ? other_loc(bad, first + k * step) : 0;
 	uint32_t m = 1;
@@ -333,20 +346,21 @@ static uint32_t read_batch(unsigned bad, uint64_t first, uint64_t step, uint32_t
 		return 0;
 	while (k + m < count && m < PROTO_MAX_RW_FRAMES && other_loc(bad, first + (k + m) * step) == l + m)
 		m++;
-	if (m == 1 || client_read(P.c.client, loc_node(l), loc_pfn(l), m, p))
+	if (m == 1 || copy_read(loc_node(l), loc_pfn(l), m, p, round, late))
 		return 0;
 	for (uint32_t j = 0; j < m; j++) {
 		uint64_t i = first + (k + j) * step;
 		char *q = p + ((size_t)j << PAGE_SHIFT);
 
-		if (!pagesum_eq(pagesum_of(q), sum_at(i)) && !read_other(bad, i, q) && !backup_read(i, q))
+		if (!pagesum_eq(pagesum_of(q), sum_at(i)) && !read_other(bad, i, q, round, late) && !backup_read(i, q))
 			return j; /* the rest one at a time, which fails on this one */
 	}
 	return m;
 }
 
-int replica_failover(unsigned bad, uint64_t first, uint64_t step, uint32_t count, char *dst)
+int replica_failover(unsigned bad, uint64_t first, uint64_t step, uint32_t count, char *dst, int round)
 {
+	bool late = false;
 	uint32_t m;
 
 	if (!extra && !backup_on())
@@ -355,14 +369,26 @@ int replica_failover(unsigned bad, uint64_t first, uint64_t step, uint32_t count
 		uint64_t i = first + k * step;
 		char *p = dst + ((size_t)k << PAGE_SHIFT);
 
-		if ((m = read_batch(bad, first, step, k, count, p)))
+		if ((m = read_batch(bad, first, step, k, count, p, round, &late)))
 			continue;
 		m = 1;
-		if (!(extra && read_other(bad, i, p)) && !backup_read(i, p))
-			return -EIO;
+		if (!(extra && read_other(bad, i, p, round, &late)) && !backup_read(i, p))
+			return late ? -ETIME : -EIO;
 	}
 	STAT_ADD(P.c.stats, pages_failed_over, count);
 	return 0;
+}
+
+/* Page i into repair_buf, checked: from node/pfn, else from an extra copy;
+ * round as copy_read's. A repair reads hedged (round 0): it never waits on
+ * a memnode that is late or steered around (a later pass tries again). */
+static bool read_any(unsigned node, uint32_t pfn, uint64_t i, int round)
+{
+	bool late = false;
+
+	if (!copy_read(node, pfn, 1, repair_buf, round, &late) && pagesum_eq(pagesum_of(repair_buf), sum_at(i)))
+		return true;
+	return read_copy(i, repair_buf, round, &late);
 }
 
 /* The aux words of wb that name d are cleared; with release their frames
@@ -472,11 +498,9 @@ static bool repair_page(uint64_t i, uint64_t unusable, unsigned *made)
 		return true;
 	if (!new_frame(i, unusable, &t, &pfn))
 		return false; /* read nothing: no memnode can take it now */
-	if (((client_read(P.c.client, pte_node(e), pte_pfn(e), 1, repair_buf) ||
-	      !pagesum_eq(pagesum_of(repair_buf), sum_at(i))) && !read_copy(i, repair_buf)) ||
-	    client_write(P.c.client, t, pfn, 1, repair_buf)) {
+	if (!read_any(pte_node(e), pte_pfn(e), i, 0) || client_write(P.c.client, t, pfn, 1, repair_buf)) {
 		pager_release_frame(t, pfn);
-		return false; /* a memnode is failing: membership forgets it, a later pass tries again */
+		return false; /* a memnode is failing or late: a later pass tries again */
 	}
 	c[free_k] = loc(t, pfn);
 	STAT_ADD(P.c.stats, pages_rereplicated, 1);
@@ -499,9 +523,7 @@ static bool move_copy(uint64_t i, unsigned d, uint64_t l, uint64_t *to)
 
 	if (!new_frame(i, 1ull << d, &t, &pfn))
 		return false;
-	if (((client_read(P.c.client, loc_node(l), loc_pfn(l), 1, repair_buf) ||
-	      !pagesum_eq(pagesum_of(repair_buf), sum_at(i))) && !read_copy(i, repair_buf)) ||
-	    client_write(P.c.client, t, pfn, 1, repair_buf)) {
+	if (!read_any(loc_node(l), loc_pfn(l), i, -1) || client_write(P.c.client, t, pfn, 1, repair_buf)) {
 		pager_release_frame(t, pfn);
 		return false;
 	}

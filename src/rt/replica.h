@@ -36,8 +36,10 @@ void replica_drop(uint64_t idx);
 void replica_move(uint64_t from, uint64_t to);
 /* Reads count pages (first, first + step, ...) into dst from copies not on
  * node bad, each checked against its hash; 0, or -EIO if one has none left.
- * May run without the pager lock (the caller re-checks the entries). */
-int replica_failover(unsigned bad, uint64_t first, uint64_t step, uint32_t count, char *dst);
+ * round < 0: plain reads; else hedged ones in that round (client.h), and
+ * -ETIME if a page's other copies were there but late. May run without the
+ * pager lock (the caller re-checks the entries). */
+int replica_failover(unsigned bad, uint64_t first, uint64_t step, uint32_t count, char *dst, int round);
 /* Node d fails (failed) or leaves: nothing in the write buffers refers to it
  * afterwards; replica_unref then undoes page i's references to frames
  * [lo, hi) of d; true if any. A leaving d's copy is first written to another

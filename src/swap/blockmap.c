@@ -180,7 +180,7 @@ static int put_frames(struct blockmap *m, unsigned node, uint32_t pfn, uint32_t 
 
 	if (!hedged)
 		return client_write(m->c, node, pfn, n, src);
-	err = client_write_start(m->c, node, pfn, n, src, &op);
+	err = client_write_start(m->c, node, pfn, n, src, true, &op);
 	return err ? err : client_write_wait_hedged(m->c, node, &op);
 }
 
@@ -301,13 +301,13 @@ static uint32_t run_at(const uint64_t *e, uint32_t left)
 }
 
 /* n frames of one memnode into dst: from the mapped pool where there is
- * one, else one client read. */
-static int fetch(struct blockmap *m, uint64_t e, uint32_t n, uint8_t *dst, bool hedged)
+ * one, else one client read, plain (round < 0) or hedged in that round. */
+static int fetch(struct blockmap *m, uint64_t e, uint32_t n, uint8_t *dst, int round)
 {
 	const void *at = client_frames_at(m->c, e_node(e), e_pfn(e), n);
 
-	if (!at && hedged)
-		return client_read_hedged(m->c, e_node(e), e_pfn(e), n, dst);
+	if (!at && round >= 0)
+		return client_read_hedged(m->c, e_node(e), e_pfn(e), n, dst, (unsigned)round);
 	if (!at)
 		return client_read(m->c, e_node(e), e_pfn(e), n, dst);
 	memcpy(dst, at, (size_t)n * BLOCKMAP_BLOCK);
@@ -315,14 +315,18 @@ static int fetch(struct blockmap *m, uint64_t e, uint32_t n, uint8_t *dst, bool 
 }
 
 /* count blocks (st's entries from i on) into dst from copy k, each run
- * that fails from the next copy. */
-static int read_copy(struct blockmap *m, stage_t st, unsigned k, uint32_t i, uint32_t count, uint8_t *dst)
+ * that fails or is late (hedged in round, with more than one copy) from
+ * the next copy; -ETIME when every copy of a run was late (the caller
+ * tries a next round), and a copy is waited for when none other has it. */
+static int read_copy(struct blockmap *m, stage_t st, unsigned k, uint32_t i, uint32_t count, uint8_t *dst,
+		     unsigned round)
 {
 	int err = 0;
 
 	for (uint32_t done = 0, n; done < count && !err; done += n) {
 		uint64_t e = st[k][i + done];
 		uint8_t *at = dst + (size_t)done * BLOCKMAP_BLOCK;
+		bool late;
 
 		n = 1;
 		if (!(st[0][i + done] & STORED)) {
@@ -333,16 +337,17 @@ static int read_copy(struct blockmap *m, stage_t st, unsigned k, uint32_t i, uin
 			err = -EIO;
 		} else {
 			n = run_at(&st[k][i + done], count - done);
-			err = fetch(m, e, n, at, k + 1 < m->copies);
+			err = fetch(m, e, n, at, m->copies > 1 ? (int)round : -1);
 		}
+		late = err == -ETIME || err == -EAGAIN;
+		if (late && !round)
+			__atomic_fetch_add(&m->reads_hedged, 1, __ATOMIC_RELAXED);
 		if (err && k + 1 < m->copies) {
-			bool late = err == -ETIME || err == -EAGAIN;
+			int other = read_copy(m, st, k + 1, i + done, n, at, round);
 
-			if (late)
-				__atomic_fetch_add(&m->reads_hedged, 1, __ATOMIC_RELAXED);
-			err = read_copy(m, st, k + 1, i + done, n, at);
-			if (err && late) /* no other copy could be read: this one is waited for */
-				err = fetch(m, e, n, at, false);
+			err = other && late && other != -ETIME ? fetch(m, e, n, at, -1) : other;
+		} else if (late) {
+			err = -ETIME;
 		}
 	}
 	return err;
@@ -362,7 +367,9 @@ int blockmap_read(struct blockmap *m, uint64_t block, uint32_t count, void *dst)
 		for (unsigned k = 0; k < m->copies; k++)
 			memcpy(st[k], m->e[k] + block + done, n * sizeof(uint64_t));
 		pthread_mutex_unlock(&m->lock);
-		err = read_copy(m, st, 0, 0, n, p + (size_t)done * BLOCKMAP_BLOCK);
+		err = read_copy(m, st, 0, 0, n, p + (size_t)done * BLOCKMAP_BLOCK, 0);
+		for (unsigned r = 1; err == -ETIME; r++) /* every copy late: all again, more patiently */
+			err = read_copy(m, st, 0, 0, n, p + (size_t)done * BLOCKMAP_BLOCK, r);
 	}
 	if (err)
 		log_error("reading %u blocks at block %llu failed (every copy): %s", count, (unsigned long long)block,
@@ -461,7 +468,7 @@ static int repair_block(struct blockmap *m, uint64_t b, uint64_t out)
 	pthread_mutex_unlock(&m->lock);
 	if (!n)
 		return -1;
-	if (has_room(m, e, n) && !fetch(m, e[0], 1, m->repair_buf, false))
+	if (has_room(m, e, n) && !fetch(m, e[0], 1, m->repair_buf, 0)) /* hedged: never waits on a late memnode */
 		made = add_copies(m, e, n); /* else its unusable copies are only dropped */
 	if (m->repair_delay_ns)
 		sleep_s((double)m->repair_delay_ns / 1e9); /* widens the window a write or discard of b may come in */
