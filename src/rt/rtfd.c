@@ -24,10 +24,15 @@
 /* The gate: program calls inside (low bits), GATE_RUNTIME while runtime
  * code makes one. Acquire on entry, release on leave. */
 #define GATE_RUNTIME (1u << 31)
-/* The longest either side waits, ns: a runtime descriptor is made in three
- * system calls (microseconds); longer means a blocked call (a FIFO's open,
- * a path in evicted memory), and then the order is given up, not liveness. */
+/* The longest the runtime waits for program calls to leave, ns: those may
+ * block (a FIFO's open, a path in evicted memory this very thread serves),
+ * and then the order is given up, not liveness. */
 #define GATE_WAIT_NS 10000000ull
+/* The longest a program call waits for the runtime's maker: it makes its
+ * descriptor in three system calls that never block (microseconds), so
+ * only a preemption holds it; on a loaded 2-core host that exceeded 10 ms,
+ * and CPython's test_subprocess then saw a descriptor number move (CI). */
+#define GATE_PROGRAM_WAIT_NS 1000000000ull
 static unsigned gate;
 
 static uint64_t owned[RTFD_MAX / 64]; /* bit per descriptor; relaxed atomics */
@@ -131,7 +136,8 @@ int rtfd_next(unsigned from, unsigned to)
 	return -1;
 }
 
-/* Waits while done(gate) is false, up to GATE_WAIT_NS; whether it came */
+/* Waits while done(gate) is false, up to GATE_WAIT_NS (the runtime) or
+ * GATE_PROGRAM_WAIT_NS (a program call); whether it came */
 static bool gate_wait(bool (*done)(unsigned *seen, bool runtime), bool runtime)
 {
 	uint64_t until = 0;
@@ -140,7 +146,7 @@ static bool gate_wait(bool (*done)(unsigned *seen, bool runtime), bool runtime)
 		uint64_t now = now_ns();
 
 		if (!until)
-			until = now + GATE_WAIT_NS;
+			until = now + (runtime ? GATE_WAIT_NS : GATE_PROGRAM_WAIT_NS);
 		else if (now > until)
 			return false;
 		sched_yield();
