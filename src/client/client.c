@@ -387,17 +387,6 @@ static bool stats_done(struct node *n) { return !n->stats_pending || n->reply_er
 bool said_goodbye(struct node *n) { return n->goodbye; }
 static bool drain_answered(struct node *n) { return n->drain_answered || n->reply_err; }
 
-/* The oldest request n has not answered is late. */
-static bool oldest_late(struct node *n)
-{
-	uint64_t oldest = now_ns();
-
-	for (unsigned i = 0; i < n->npend; i++)
-		if (n->pend[i].t0 < oldest)
-			oldest = n->pend[i].t0;
-	return n->npend && hedge_deadline(n, oldest, 0, 0) && now_ns() > hedge_deadline(n, oldest, 0, 0);
-}
-
 /* Waits for a credit of n. Hedged (round >= 0), it gives up (-ETIME): a
  * read once it is late itself (hedge_deadline of bytes in round), a write
  * once n is shunned (hedge_shunned); n turns suspect when its oldest
@@ -412,7 +401,7 @@ static int credit_wait(struct node *n, bool read, uint64_t bytes, int round)
 
 		if (err != -ETIME)
 			return err;
-		if (oldest_late(n))
+		if (hedge_overdue(n))
 			hedge_suspect(n, "a request", 0);
 		if ((read && by && now_ns() >= by) || (!read && hedge_shunned(n)))
 			return -ETIME;

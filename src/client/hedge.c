@@ -31,7 +31,7 @@
 /* A memnode whose answers take SLOW_FACTOR x a healthy peer's, and
  * SLOW_GAP_US more (not a few us of noise), is slow: pages with a copy on
  * the peer are read there (a crawling link, a starved host). It still takes
- * writes, which keep its answer times current. */
+ * writes (and its copies), D79. */
 #define SLOW_FACTOR 4.0
 #define SLOW_GAP_US 200.0
 /* Only reads are compared (a memnode that took more write-behind queues
@@ -44,12 +44,12 @@
  * suspect again within FLAP_WINDOW_NS of being taken back, up to 2^FLAPS_MAX
  * (2.4 s): a memnode that keeps stalling stays out longer. */
 #define PROBES_OK 3u
+#define FLAP_WINDOW_NS 30000000000ull
+#define FLAPS_MAX 4u
 /* Mute: asked something HEARD_NS (5 probe ticks) ago or more, and no answer
  * to anything since. A memnode that only answers late still answers its
  * probes; a stopped one does not. */
 #define HEARD_NS 250000000ull
-#define FLAP_WINDOW_NS 30000000000ull
-#define FLAPS_MAX 4u
 
 /* The board's words are read by other processes at any time: stored whole. */
 #define BOARD_PUT(c, field, v) \
@@ -90,16 +90,30 @@ static bool heard_lately(const struct node *n, uint64_t now)
 	return now - n->heard_t < HEARD_NS;
 }
 
+/* When n's oldest unanswered request was sent (ns); now when none is. */
+static uint64_t oldest_sent(const struct node *n, uint64_t now)
+{
+	uint64_t oldest = now;
+
+	for (unsigned i = 0; i < n->npend; i++)
+		if (n->pend[i].t0 < oldest)
+			oldest = n->pend[i].t0;
+	return oldest;
+}
+
+bool hedge_overdue(const struct node *n)
+{
+	uint64_t now = now_ns(), due = hedge_deadline(n, oldest_sent(n, now), 0, 0);
+
+	return n->npend && due && now > due;
+}
+
 bool hedge_mute(const struct node *n)
 {
 	uint64_t now = now_ns();
 
-	if (heard_lately(n, now))
-		return false;
-	for (unsigned i = 0; i < n->npend; i++) /* asked long enough ago (a memnode not asked is not mute) */
-		if (now - n->pend[i].t0 >= HEARD_NS)
-			return true;
-	return false;
+	/* asked long enough ago (a memnode not asked is not mute) */
+	return !heard_lately(n, now) && now - oldest_sent(n, now) >= HEARD_NS;
 }
 
 /* A peer serves better than n: it is healthy, or n is mute and the peer is
@@ -255,14 +269,11 @@ int hedge_abandon(struct node *n, struct tp_op *op, const char *what)
 void hedge_tick(struct node *n)
 {
 	struct proto_msg m = { .type = PROTO_STATS };
-	uint64_t now = now_ns(), oldest = now;
+	uint64_t now = now_ns();
 
 	if (n->fail_err || !n->welcomed)
 		return;
-	for (unsigned i = 0; i < n->npend; i++)
-		if (n->pend[i].t0 < oldest)
-			oldest = n->pend[i].t0;
-	if (now - oldest > n->c->timeout_ns) { /* nobody waits on it (abandoned, or written behind) */
+	if (now - oldest_sent(n, now) > n->c->timeout_ns) { /* nobody waits on it (abandoned, or written behind) */
 		log_error("memnode %s did not answer within %llu ms", n->addr,
 			  (unsigned long long)(n->c->timeout_ns / 1000000));
 		node_fail(n, -ETIMEDOUT);
