@@ -43,6 +43,7 @@ deb: deps
 bench: build
 	python3 bench/transport.py --build $(BUILD)
 	python3 bench/pager.py --build $(BUILD)
+	python3 bench/startup.py --build $(BUILD)
 
 # The evaluation against swap-disk, zram and all-local (docs/BENCH.md, ~35-45 min, root):
 # JSON in bench/results, plots in docs/img, docs/RESULTS.md.

@@ -5,6 +5,8 @@
 #ifndef COMEX_TRANSPORT_IMPL_H
 #define COMEX_TRANSPORT_IMPL_H
 
+#include <sys/socket.h>
+
 #include "transport.h"
 
 struct tp_ops {
@@ -39,7 +41,25 @@ int tp_clock_pass(struct tp_clock *c, bool busy, int max_ms);
 /* Woken from a sleep: spin again for the burst that follows. */
 void tp_clock_woken(struct tp_clock *c);
 
-int tp_ucx_create(const struct tp_callbacks *cb, unsigned flags, struct tp **out);
-int tp_tcp_create(const struct tp_callbacks *cb, unsigned flags, struct tp **out);
+typedef int tp_create_fn(const struct tp_callbacks *cb, unsigned flags, struct tp **out);
+tp_create_fn tp_tcp_create;
+
+/* The UCX backend is a plugin, libcomex-ucx.so, loaded by the first
+ * tp_create that needs it (docs/DECISIONS.md D80): a process that talks
+ * TCP never loads UCX. The plugin cannot bind to its host's symbols
+ * (libcomex-rt.so exports only what it interposes), so the host hands it
+ * what it uses once, before its first create. */
+struct tp_host {
+	void (*log_msg)(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+	int *log_threshold;
+	int (*netaddr_resolve)(const char *hostport, struct sockaddr_storage *ss, socklen_t *len);
+	void (*clock_start)(struct tp_clock *c, uint64_t spin_ns, uint64_t timeout_ns);
+	int (*clock_pass)(struct tp_clock *c, bool busy, int max_ms);
+	void (*clock_woken)(struct tp_clock *c);
+	void (*wakeup_sleeping)(uint64_t now);
+};
+#define TP_UCX_PLUGIN "libcomex-ucx.so"
+#define TP_UCX_INIT   "comex_tp_ucx_init"   /* void (const struct tp_host *) */
+#define TP_UCX_CREATE "comex_tp_ucx_create" /* tp_tcp_create's signature */
 
 #endif

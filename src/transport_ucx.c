@@ -18,8 +18,24 @@
 
 #include "clock.h"
 #include "log.h"
-#include "wakeup.h"
-#include "netaddr.h"
+
+/* Built alone as the plugin libcomex-ucx.so (transport_impl.h): what it
+ * uses of the process that loads it goes through the table that process
+ * handed over, set once before the first create. */
+static struct tp_host host;
+#define log_msg host.log_msg
+#define log_threshold (*host.log_threshold)
+#define netaddr_resolve host.netaddr_resolve
+#define tp_clock_start host.clock_start
+#define tp_clock_pass host.clock_pass
+#define tp_clock_woken host.clock_woken
+#define wakeup_sleeping host.wakeup_sleeping
+#define EXPORT __attribute__((visibility("default")))
+
+EXPORT void comex_tp_ucx_init(const struct tp_host *h)
+{
+	host = *h;
+}
 
 #define TP_AM_ID 7      /* control message in the AM data */
 #define TP_AM_BULK_ID 8 /* message in the AM header, pages in the AM data */
@@ -204,7 +220,7 @@ static ucs_status_t config_shm(ucp_config_t *config)
 	return st;
 }
 
-int tp_ucx_create(const struct tp_callbacks *cb, unsigned flags, struct tp **out)
+EXPORT int comex_tp_ucx_create(const struct tp_callbacks *cb, unsigned flags, struct tp **out)
 {
 	bool rma = flags & TP_RMA;
 	ucp_params_t params = {

@@ -23,7 +23,7 @@ grep -qx /etc/comex/memnode.conf "$dir/control/conffiles" || fail "memnode.conf 
 [ -x "$dir/control/postinst" ] && sh -n "$dir/control/postinst" && sh -n "$dir/control/postrm" || fail "postinst/postrm missing or not sh"
 root=$dir/root
 dpkg-deb -x "$deb" "$root" || fail "dpkg-deb -x"
-for f in usr/bin/comex usr/lib/comex/libcomex-rt.so usr/share/man/man1/comex.1 usr/share/man/man8/comex-memnode.8 \
+for f in usr/bin/comex usr/lib/comex/libcomex-rt.so usr/lib/comex/libcomex-ucx.so usr/share/man/man1/comex.1 usr/share/man/man8/comex-memnode.8 \
          usr/lib/systemd/system/comex-memnode.service usr/lib/systemd/system/comex-exporter.service etc/comex/memnode.conf; do
   [ -f "$root/$f" ] || fail "package lacks /$f"
 done

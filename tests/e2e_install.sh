@@ -14,7 +14,7 @@ case "$sysconf" in /*) ;; *) sysconf=$prefix/$sysconf ;; esac
 root=$dir/root
 DESTDIR=$root cmake --install "$build" >"$dir/install.log" 2>&1 || { cat "$dir/install.log"; fail "cmake --install"; }
 r=$root$prefix
-for f in bin/comex lib/comex/libcomex-rt.so share/man/man1/comex.1 share/man/man1/comex-run.1 \
+for f in bin/comex lib/comex/libcomex-rt.so lib/comex/libcomex-ucx.so share/man/man1/comex.1 share/man/man1/comex-run.1 \
          share/man/man8/comex-memnode.8 lib/systemd/system/comex-memnode.service \
          lib/systemd/system/comex-exporter.service; do
   [ -f "$r/$f" ] || fail "not installed: $prefix/$f"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_daemons: a process ends when its last thread ends with pthread_exit (also a forked child's); a program that daemonizes under comex run (fork and exit, double fork with setsid, daemon(3)) after its memory was evicted keeps its memory and, once its parent is gone, a pager and budget of its own; redis-server --daemonize yes keeps its budget with the native data; the embedded memnode outlives comex run while the daemon uses it and leaves after it (docs/DECISIONS.md D46).
+# e2e_run_daemons: a process ends when its last thread ends with pthread_exit (also a forked child's); a program that daemonizes under comex run (fork and exit, double fork with setsid, daemon(3)) after its memory was evicted keeps its memory and, once its parent is gone, a pager and budget of its own; redis-server --daemonize yes keeps its budget with the native data; the embedded memnode outlives comex run while the daemon uses it and leaves after it; a daemon of a run with a separate memnode over TCP takes over too (docs/DECISIONS.md D46, D80).
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_run_daemons: prog_daemon 48+48 MiB at --local-mem 24M in three ways, redis --daemonize yes at 32M"
 
@@ -30,13 +30,19 @@ PY
 
 memnodes() { pgrep -f "$bin memnode --listen 127.0.0.1:0" | sort; }
 
-for mode in fork double daemon; do
+# fork-tcp: the same with a separate memnode over TCP, where the child's
+# take-over finds no UCX loaded (D80)
+for mode in fork double daemon fork-tcp; do
   want "daemon-$mode" || continue
   mkdir -p "$dir/$mode.native" "$dir/$mode.comex"
-  "$progs/prog_daemon" "$mode" 48 "$dir/$mode.native" || fail "daemon-$mode" "native run failed"
-  before=$(memnodes)
-  timeout -k 10 "$hang_guard" "$bin" run --local-mem 24M -- "$progs/prog_daemon" "$mode" 48 "$dir/$mode.comex" \
-    >/dev/null 2>"$dir/$mode.err" || fail "daemon-$mode" "comex run failed: $(tail -n 3 "$dir/$mode.err")"
+  "$progs/prog_daemon" "${mode%-tcp}" 48 "$dir/$mode.native" || fail "daemon-$mode" "native run failed"
+  before=$(memnodes); memnode=()
+  if [ "$mode" = fork-tcp ]; then
+    memnode_start || continue
+    memnode=(--memnode "127.0.0.1:$mn_port" --token-file "$dir/token")
+  fi
+  timeout -k 10 "$hang_guard" "$bin" run --local-mem 24M "${memnode[@]}" -- "$progs/prog_daemon" "${mode%-tcp}" 48 \
+    "$dir/$mode.comex" >/dev/null 2>"$dir/$mode.err" || fail "daemon-$mode" "comex run failed: $(tail -n 3 "$dir/$mode.err")"
   for d in native comex; do
     for _ in $(seq 1 $((hang_guard * 10))); do [ -s "$dir/$mode.$d/daemon.out" ] && break; sleep 0.1; done
   done
@@ -50,6 +56,7 @@ for mode in fork double daemon; do
   fi
   lingering=$(comm -13 <(echo "$before") <(memnodes))
   touch "$dir/$mode.native/stop" "$dir/$mode.comex/stop"
+  [ "$mode" = fork-tcp ] && continue # no embedded memnode
   # the embedded memnode stays for the daemon, and leaves after it
   [ -n "$lingering" ] || fail "daemon-$mode" "no embedded memnode stayed for the daemon"
   for _ in $(seq 1 150); do [ -z "$(comm -12 <(echo "$lingering") <(memnodes))" ] && break; sleep 0.1; done

@@ -45,19 +45,6 @@ grep -q "pager lock is held by thread [0-9]* (a batch of faults)" "$dir/wedge.er
 
 # 2. a separate memnode, SIGKILLed (then SIGSTOPped) while the program depends on it
 "$bin" token "$dir/token" >/dev/null || { fail token "comex token"; finish; }
-# memnode_start: starts a memnode on a free loopback port, sets mn_pid and mn_port
-memnode_start() {
-  : >"$dir/memnode.err"
-  "$bin" memnode --listen 127.0.0.1:0 --pool 256M --token-file "$dir/token" 2>"$dir/memnode.err" &
-  mn_pid=$!; pids+=("$mn_pid"); mn_port=
-  for _ in $(seq 1 300); do
-    mn_port=$(sed -n 's/.* on port \([0-9][0-9]*\).*/\1/p' "$dir/memnode.err" | head -n 1)
-    [ -n "$mn_port" ] && return 0
-    kill -0 "$mn_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  fail memnode "memnode did not start: $(tail -n 2 "$dir/memnode.err")"; return 1
-}
 # memnode_dies NAME SIGNAL: runs prog_watchdog (endless passes) against the
 # memnode, sends SIGNAL to the memnode once the program has filled its memory.
 memnode_dies() {

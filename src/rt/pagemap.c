@@ -45,18 +45,17 @@ int pagemap_mapped_prefix(int fd, const void *addr, size_t npages, size_t *count
 	return 0;
 }
 
-int pagemap_anon_bytes(int fd, uintptr_t start, uintptr_t end, uint64_t *bytes_out)
+/* Calls fn for every run of pages in [start, end) that is present and not
+ * in excluded (PAGE_IS_* categories); -EOPNOTSUPP without PAGEMAP_SCAN. */
+static int scan(int fd, uintptr_t start, uintptr_t end, uint64_t excluded,
+		void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg)
 {
 	struct page_region vec[REGIONS];
-	uint64_t bytes = 0;
 
 	while (start < end) {
-		/* present, and neither a file's (shared memory included) nor
-		 * the shared zero page: what the process has of its own */
 		struct pm_scan_arg a = {
 			.size = sizeof(a), .start = start, .end = end, .vec = (uintptr_t)vec, .vec_len = REGIONS,
-			.category_inverted = PAGE_IS_FILE | PAGE_IS_PFNZERO,
-			.category_mask = PAGE_IS_PRESENT | PAGE_IS_FILE | PAGE_IS_PFNZERO,
+			.category_inverted = excluded, .category_mask = PAGE_IS_PRESENT | excluded,
 			.return_mask = PAGE_IS_PRESENT,
 		};
 		long n = os_ioctl(fd, PAGEMAP_SCAN, &a);
@@ -64,11 +63,33 @@ int pagemap_anon_bytes(int fd, uintptr_t start, uintptr_t end, uint64_t *bytes_o
 		if (n < 0)
 			return errno == ENOTTY ? -EOPNOTSUPP : -errno;
 		for (long i = 0; i < n; i++)
-			bytes += vec[i].end - vec[i].start;
+			fn(vec[i].start, vec[i].end, arg);
 		if (a.walk_end <= start)
 			return -EIO; /* no progress: never loop forever */
 		start = a.walk_end;
 	}
-	*bytes_out = bytes;
 	return 0;
+}
+
+static void add_bytes(uintptr_t lo, uintptr_t hi, void *arg)
+{
+	*(uint64_t *)arg += hi - lo;
+}
+
+int pagemap_anon_bytes(int fd, uintptr_t start, uintptr_t end, uint64_t *bytes_out)
+{
+	uint64_t bytes = 0;
+	/* neither a file's (shared memory included) nor the shared zero
+	 * page: what the process has of its own */
+	int err = scan(fd, start, end, PAGE_IS_FILE | PAGE_IS_PFNZERO, add_bytes, &bytes);
+
+	if (!err)
+		*bytes_out = bytes;
+	return err;
+}
+
+int pagemap_present(int fd, uintptr_t start, uintptr_t end, void (*fn)(uintptr_t lo, uintptr_t hi, void *arg),
+		    void *arg)
+{
+	return scan(fd, start, end, 0, fn, arg);
 }

@@ -106,21 +106,34 @@ void pager_release_frame(unsigned node, uint32_t pfn)
 
 /* Pages resident in memory without ever having faulted (the allocator's,
  * touched before the region was registered; a reattached child's, which
- * all came home): into the page table as dirty, and counted. */
-#define ADOPT_SCAN (1ull << 18) /* pages: the first GiB of the heap */
+ * all came home): into the page table as dirty, and counted. The present
+ * runs come from PAGEMAP_SCAN, which skips the unpopulated page tables of
+ * a sparse heap (mincore over the first GiB cost every process about a
+ * fifth of a millisecond to start: docs/DECISIONS.md D80); mincore where
+ * the kernel lacks it. */
+#define ADOPT_SCAN (1ull << 18) /* pages: mincore at start-up looks at the first GiB of the heap */
+static void adopt_run(uintptr_t lo, uintptr_t hi, void *arg)
+{
+	(void)arg;
+	for (uint64_t i = ((char *)lo - P.c.base) >> PAGE_SHIFT; i < (uint64_t)((char *)hi - P.c.base) >> PAGE_SHIFT; i++)
+		if (pte_state(pte_at(i)) != PTE_FOREIGN)
+			pager_became_resident(i, PTE_DIRTY, 0, 0);
+}
+
 static void adopt(uint64_t lo, uint64_t hi)
 {
 	unsigned char *vec;
 
-	if (hi <= lo)
+	if (hi <= lo || (P.pmfd >= 0 && !pagemap_present(P.pmfd, (uintptr_t)page_addr(lo), (uintptr_t)page_addr(hi),
+							  adopt_run, NULL)))
 		return;
 	vec = rt_alloc(hi - lo);
 	if (!vec || os_mincore(page_addr(lo), (hi - lo) << PAGE_SHIFT, vec))
 		log_warn("cannot find pages touched before start-up (%m); they stay outside the budget");
 	else
 		for (uint64_t i = lo; i < hi; i++)
-			if ((vec[i - lo] & 1) && pte_state(pte_at(i)) != PTE_FOREIGN)
-				pager_became_resident(i, PTE_DIRTY, 0, 0);
+			if (vec[i - lo] & 1)
+				adopt_run((uintptr_t)page_addr(i), (uintptr_t)page_addr(i + 1), NULL);
 	rt_free(vec, hi - lo);
 }
 
@@ -174,7 +187,7 @@ int pager_init(const struct pager_config *cfg)
 
 	if ((err = pagetab_init(&P.tab, cfg->npages)) || (err = ranges_create(cfg->npages - cfg->heap_pages, &P.ranges)) || (err = start(cfg)))
 		return err;
-	adopt(0, cfg->heap_pages < ADOPT_SCAN ? cfg->heap_pages : ADOPT_SCAN);
+	adopt(0, P.pmfd >= 0 || cfg->heap_pages < ADOPT_SCAN ? cfg->heap_pages : ADOPT_SCAN);
 	return 0;
 }
 

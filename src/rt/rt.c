@@ -470,7 +470,7 @@ static const char *start(bool take_over)
 
 	if (why)
 		return why;
-	if (take_over && tp_fork_child())
+	if (take_over && tp_fork_child() == -ENOTSUP) /* -ENOENT: UCX is not loaded here (transport tcp) */
 		return "this UCX cannot be used again in a forked child";
 	if ((err = uffd_open(opt_num(&opts, OPT_WP_ASYNC), opt_num(&opts, OPT_LAZY_FORK), &uffd, &async)))
 		return err == -EPERM || err == -ENOSYS ? uffd_permission_help(err) : "userfaultfd unavailable";
@@ -594,8 +594,8 @@ __attribute__((destructor)) static void rt_fini(void)
 	shmem = rss_shmem_bytes();
 	rss = shmem < rss ? rss - shmem : 0; /* the embedded pool is the memnode's */
 	stats->outside_rss_bytes = rss > stats->resident_bytes ? rss - stats->resident_bytes : 0;
-	budget_count_outside(); /* the last measure: a short program may end within one tick */
 	if (root && atoi(root) == getpid()) {
+		budget_count_outside(); /* the last measure, for the report: a short program may end within one tick */
 		budget_report();
 		if (*path)
 			stats_write_json(stats, path);

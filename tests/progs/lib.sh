@@ -139,3 +139,19 @@ compare() {
   if ! st=$(stats_ok "$name" "$budget"); then fail "$name" "$st"; return; fi
   echo "ok: $name (native peak ${peak_kib}K, --local-mem $lm, $((SECONDS - t0))s): $st"
 }
+
+# memnode_start: starts a memnode (pool 256 MiB) on a free loopback port with
+# the token $dir/token, made here if missing; sets mn_pid and mn_port.
+memnode_start() {
+  [ -s "$dir/token" ] || "$bin" token "$dir/token" >/dev/null || { fail token "comex token"; return 1; }
+  : >"$dir/memnode.err"
+  "$bin" memnode --listen 127.0.0.1:0 --pool 256M --token-file "$dir/token" 2>"$dir/memnode.err" &
+  mn_pid=$!; pids+=("$mn_pid"); mn_port=
+  for _ in $(seq 1 300); do
+    mn_port=$(sed -n 's/.* on port \([0-9][0-9]*\).*/\1/p' "$dir/memnode.err" | head -n 1)
+    [ -n "$mn_port" ] && return 0
+    kill -0 "$mn_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  fail memnode "memnode did not start: $(tail -n 2 "$dir/memnode.err")"; return 1
+}
