@@ -1,7 +1,7 @@
 /* End to end over real `comex memnode` processes and UCX over TCP: 100 000
- * pages round trip, two clients, tokens, isolation, disconnect clean-up, full
- * pool, one-sided mode, dead or stopped memnodes, a simulated distance; then
- * again over shared memory (option shm). */
+ * pages round trip, two clients, tokens, isolation, several reads at once,
+ * disconnect clean-up, full pool, one-sided mode, dead or stopped memnodes,
+ * a simulated distance; then again over shared memory (option shm). */
 #include <pthread.h>
 
 #include "clock.h"
@@ -141,6 +141,51 @@ static uint64_t memnode_free(const char *addr)
 	CHECK(client_node_stats(c, 0, &st) == 0);
 	client_close(c);
 	return st.memnode_free_frames;
+}
+
+/* client_read_runs: several runs asked for at once come back whole and in
+ * their own buffers; a run that is refused (out of the pool, or frames not
+ * ours) fails alone; hedged reads of a healthy memnode succeed too. */
+static void test_read_runs(void)
+{
+	enum { RUNS = 6 };
+	struct memnode_proc mn;
+	struct comex_client *c, *other;
+	struct client_run cr[RUNS + 2];
+	uint64_t *buf = malloc((size_t)(RUNS + 2) * 64 * 4096);
+	int status[RUNS + 2];
+	uint32_t pfn, got;
+
+	CHECK(buf);
+	memnode_start(&mn, (const char *[]){ "--pool", "64M", "--token-file", token, NULL });
+	CHECK(client_for((const char *[]){ "--memnode", mn.addr, "--token-file", token, NULL }, &c) == 0);
+	for (unsigned r = 0; r < RUNS; r++) {
+		CHECK(client_alloc(c, 0, 1 + r * 11, &pfn, &got) == 0);
+		for (uint32_t i = 0; i < got; i++)
+			fill_page(buf + i * 512, pfn + i, 40 + r);
+		CHECK(client_write(c, 0, pfn, got, buf) == 0);
+		cr[r] = (struct client_run){ pfn, got, buf + (size_t)r * 64 * 512 };
+	}
+	cr[RUNS] = (struct client_run){ 1u << 30, 1, buf + (size_t)RUNS * 64 * 512 };    /* past the pool */
+	CHECK(client_for((const char *[]){ "--memnode", mn.addr, "--token-file", token, NULL }, &other) == 0);
+	CHECK(client_alloc(other, 0, 1, &pfn, &got) == 0);
+	cr[RUNS + 1] = (struct client_run){ pfn, 1, buf + (size_t)(RUNS + 1) * 64 * 512 }; /* another client's */
+	for (int hedged = 0; hedged < 2; hedged++) {
+		memset(buf, 0, (size_t)(RUNS + 2) * 64 * 4096);
+		CHECK(client_read_runs(c, 0, cr, RUNS + 2, hedged, status) == 0);
+		for (unsigned r = 0; r < RUNS; r++) {
+			CHECK(status[r] == 0);
+			for (uint32_t i = 0; i < cr[r].count; i++)
+				CHECK(page_ok((uint64_t *)cr[r].dst + i * 512, cr[r].pfn + i, 40 + r));
+		}
+		CHECK(status[RUNS] == -ERANGE && status[RUNS + 1] == -EPERM);
+	}
+	CHECK(client_read_runs(c, 0, cr, CLIENT_MAX_RUNS + 1, false, status) == -EINVAL);
+	client_close(other);
+	client_close(c);
+	memnode_stop(&mn);
+	free(buf);
+	fprintf(stderr, "read_runs: ok\n");
 }
 
 static void test_disconnect_returns_frames(void)
@@ -353,6 +398,7 @@ int main(void)
 	test_roundtrip_100k();
 	test_two_clients();
 	test_tokens_and_isolation();
+	test_read_runs();
 	test_disconnect_returns_frames();
 	test_full_pool();
 	test_rma_path();
@@ -367,6 +413,7 @@ int main(void)
 	setenv("COMEX_SHM", "true", 1);
 	test_two_clients();
 	test_tokens_and_isolation();
+	test_read_runs();
 	test_disconnect_returns_frames();
 	test_rma_path();
 	test_memnode_dies(SIGKILL);

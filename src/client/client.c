@@ -844,6 +844,29 @@ int client_read_hedged(struct comex_client *c, unsigned node, uint32_t pfn, uint
 	return read_frames(c, node, pfn, count, dst, round < HEDGE_ROUNDS ? (int)round : -1);
 }
 
+int client_read_runs(struct comex_client *c, unsigned node, const struct client_run *runs, unsigned nruns,
+		     bool hedged, int *status)
+{
+	struct tp_op ops[CLIENT_MAX_RUNS];
+	struct node *n = get_node(c, node);
+	int round = hedged ? 0 : -1;
+
+	if (!n || nruns > CLIENT_MAX_RUNS)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	for (unsigned r = 0; r < nruns; r++)
+		status[r] = hedged && (hedge_avoided(n) || hedge_slow(n)) ? -EAGAIN
+			    : transfer_start(n, TP_GET, runs[r].pfn, runs[r].count, runs[r].dst, &ops[r], round);
+	for (unsigned r = 0; r < nruns; r++) {
+		if (!status[r])
+			status[r] = transfer_finish(n, TP_GET, &ops[r], round);
+		if (!status[r] && c->crypt && (status[r] = unseal(n, runs[r].pfn, runs[r].count, runs[r].dst)))
+			node_fail(n, status[r]);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
 int client_write(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, const void *src)
 {
 	struct node *n = get_node(c, node);

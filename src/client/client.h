@@ -60,6 +60,16 @@ int client_flush(struct comex_client *c);
 const void *client_frames_at(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count);
 /* Copies count contiguous frames starting at pfn from node into dst (one get). */
 int client_read(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst);
+/* Several reads from node at once: all are asked for before any is waited
+ * for, so the memnode answers them in one wake-up and one round trip (one
+ * at a time, a window of several frame runs paid a round trip, and on a
+ * sleeping memnode a wake-up, per run). status[r] is run r's, as
+ * client_read's, or with hedged as client_read_hedged's in round 0. 0, or
+ * -EINVAL (a bad node, more than CLIENT_MAX_RUNS runs). */
+#define CLIENT_MAX_RUNS 16
+struct client_run { uint32_t pfn, count; void *dst; };
+int client_read_runs(struct comex_client *c, unsigned node, const struct client_run *runs, unsigned nruns,
+		     bool hedged, int *status);
 /* Copies src into count frames at pfn on node (one put) and returns once the
  * data is in the memnode's memory, so the local copy may be dropped. */
 int client_write(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, const void *src);

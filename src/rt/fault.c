@@ -403,6 +403,31 @@ static void lock_batch(struct uffd_msg *msg, unsigned *n, unsigned cap)
 			*n = read_more(msg, *n, cap);
 }
 
+/* All the runs asked for at once (client_read_runs): one round trip, and
+ * one wake-up of a sleeping memnode, for the window. done[r]: run r is
+ * read and counted; a run that is not (late, its memnode suspect, a
+ * failure) is then read alone, with the failover that allows. */
+_Static_assert(PREFETCH_MAX_READS <= CLIENT_MAX_RUNS, "a plan's reads must fit in one client_read_runs");
+static void read_at_once(const struct run *runs, unsigned n, unsigned node, bool *done)
+{
+	struct client_run cr[PREFETCH_MAX_READS];
+	int status[PREFETCH_MAX_READS];
+	uint64_t t0 = now_ns(), reads = 0, bytes = 0;
+
+	for (unsigned r = 0; r < n; r++)
+		cr[r] = (struct client_run){ runs[r].pfn, (uint32_t)((runs[r].b - runs[r].a) / step + 1), landed(runs[r].a) };
+	if (client_read_runs(P.c.client, node, cr, n, replica_hedging(), status))
+		return;
+	for (unsigned r = 0; r < n; r++) {
+		done[r] = !status[r];
+		reads += done[r];
+		bytes += done[r] ? (uint64_t)cr[r].count << PAGE_SHIFT : 0;
+	}
+	STAT_ADD(P.c.stats, ns_read, now_ns() - t0);
+	STAT_ADD(P.c.stats, remote_reads, reads);
+	STAT_ADD(P.c.stats, bytes_read, bytes);
+}
+
 /* The planned reads into the landing area. With failed (no pager lock:
  * one handler, item 5 of issue 9, so interposed calls of other threads do
  * not wait for the memnode) a read that fails is only noted: a discard may
@@ -410,9 +435,15 @@ static void lock_batch(struct uffd_msg *msg, unsigned *n, unsigned cap)
  * we no longer hold. The recheck under the lock decides (reread_failed). */
 static void read_runs(const struct run *runs, unsigned n, unsigned node, bool *failed)
 {
+	bool done[PREFETCH_MAX_READS] = { 0 };
+
+	if (n > 1)
+		read_at_once(runs, n, node, done);
 	for (unsigned r = 0; r < n; r++) {
 		uint32_t count = (uint32_t)((runs[r].b - runs[r].a) / step + 1);
 
+		if (done[r])
+			continue;
 		if (failed)
 			failed[r] = read_counted(node, runs[r].pfn, count, landed(runs[r].a), runs[r].a, step, false) != 0;
 		else

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -359,13 +360,20 @@ int rt_start_thread(void *(*fn)(void *), void *arg, const char *name, pthread_t 
 	size_t size;
 	int err;
 
+	char own[16] = "";
+
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &saved);
+	/* the thread inherits its creator's name: naming it afterwards writes
+	 * /proc/self/task/TID/comm, whose entry every process exit then
+	 * invalidates (a tenth of a millisecond a process for six threads) */
+	prctl(PR_GET_NAME, own);
+	prctl(PR_SET_NAME, name);
 	err = pthread_create(&t, NULL, fn, arg);
+	prctl(PR_SET_NAME, own);
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	if (err)
 		return -err;
-	pthread_setname_np(t, name);
 	if (!pthread_getattr_np(t, &a)) {
 		if (!pthread_attr_getstack(&a, &stack, &size))
 			os_madvise(stack, size, MADV_DONTDUMP);
