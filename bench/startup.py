@@ -10,8 +10,9 @@ Configurations, interleaved within each run (odd runs in reverse order):
   preload-only    the same loop with libcomex-rt.so preloaded and no COMEX_*
                   settings: the runtime stays inert, so this is the cost of
                   loading it and what it links
-and, with --compare-build DIR (an older build tree), comex-tcp-compare: the
-comex-tcp line with that build's comex, to show a change in one run.
+and, with --compare-build DIR (an older build tree), comex-tcp-compare and
+comex-embedded-compare: those two with that build's comex, to show a change
+in one run.
 
 Per configuration: the loop's wall time (median of --runs) and its ratio to
 native, the milliseconds each process adds, the connections the memnode
@@ -52,6 +53,7 @@ def prefixes(build, compare, mn_port, token):
     }
     if compare:
         out["comex-tcp-compare"] = (tcp(compare), {})
+        out["comex-embedded-compare"] = ([str(Path(compare) / "comex"), "run", "--"], {})
     return out
 
 
@@ -80,7 +82,7 @@ def connections(log_path):
 def main():
     ap = benchlib.arg_parser(__doc__.splitlines()[0], runs=5)
     ap.add_argument("--execs", type=int, default=200)
-    ap.add_argument("--compare-build", help="an older build tree whose comex run is measured beside (comex-tcp-compare)")
+    ap.add_argument("--compare-build", help="an older build tree whose comex run is measured beside (the *-compare lines)")
     a = benchlib.quick(ap.parse_args(), execs=20)
     comex = Path(a.build) / "comex"
     doc, times0 = benchlib.start_doc(SCHEMA, execs=a.execs, runs=a.runs, compare_build=a.compare_build,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_startup: processes under comex run --memnode (TCP) that stay within their budget load neither UCX nor OpenSSL and open no connection of their own; option encrypt loads OpenSSL and the embedded memnode's shared memory the UCX plugin (docs/DECISIONS.md D80).
+# e2e_run_startup: processes under comex run --memnode (TCP) that stay within their budget load neither UCX nor OpenSSL and open no connection of their own; nor does one with the embedded memnode; option encrypt loads OpenSSL and option shm the UCX plugin (docs/DECISIONS.md D80).
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_run_startup: libraries a managed process loads, and the connections 20 short processes open"
 memnode_start || finish
@@ -24,8 +24,12 @@ if maps encrypt "${tcp[@]}" --encrypt; then
     && echo "ok: encrypt: $(loaded encrypt libcrypto)" || fail encrypt "libcrypto not loaded, or UCX loaded: $(loaded encrypt 'lib[a-z-]*\.so')"
 fi
 if maps embedded "$bin" run; then
-  [ -n "$(loaded embedded libcomex-ucx)" ] && [ -n "$(loaded embedded libucp)" ] \
-    && echo "ok: embedded: $(loaded embedded 'lib\(comex-ucx\|ucp\)')" || fail embedded "the UCX plugin is not loaded"
+  libs=$(loaded embedded 'lib\(comex-ucx\|ucp\|ucs\|uct\|crypto\)')
+  [ -z "$libs" ] && echo "ok: embedded: neither UCX nor OpenSSL loaded" || fail embedded "loaded $libs"
+fi
+if maps shm "$bin" run --shm true; then
+  [ -n "$(loaded shm libcomex-ucx)" ] && [ -n "$(loaded shm libucp)" ] \
+    && echo "ok: shm: $(loaded shm 'lib\(comex-ucx\|ucp\)')" || fail shm "the UCX plugin is not loaded"
 fi
 
 # 20 short processes and a shell: one connection, the launcher's check

@@ -365,10 +365,11 @@ class ComexMode(Mode):
              "spin": {"memnode": self.memnode_spin(), "run": self.run_spin()}}
         if self.embedded:
             d.update(memnodes="embedded", pool_mib=None, pool="embedded-pool auto (64 MiB, grows with the program)",
-                     transport="UCX shared memory (comex run's default for its embedded memnode)",
+                     transport="its pool mapped into the program (D38), control messages over comex's own TCP "
+                               "on loopback (D80; UCX shared memory before 2026-12-06)",
                      local_mem="auto: the runtime, inside the cgroup, follows the room left in it "
                                "(cgroup-follow, default slack); comex run is outside the cgroup",
-                     network="none (same host, shared memory)")
+                     network="none (same host: the pool is shared memory)")
             return d
         if self.sim_rtt_us:
             d["sim_rtt_us"] = self.sim_rtt_us

@@ -25,7 +25,6 @@
 #include "log.h"
 #include "memcg.h"
 #include "options.h"
-#include "transport.h"
 #include "stats.h"
 #include "sysmem.h"
 #include "uffd.h"
@@ -527,11 +526,10 @@ int run_main(struct options *o, int argc, char **argv)
 		setenv("COMEX_STATS_JSON", stats, 1);
 	}
 	if (!strcmp(o->v[OPT_MEMNODE].origin, "default")) {
-		/* the embedded memnode serves this program only: shared memory
-		 * with it is safe, and 6x faster than loopback TCP (UCX's; unless
-		 * the user asked for comex's own TCP) */
-		if (!strcmp(o->v[OPT_SHM].origin, "default") && opt_num(o, OPT_TRANSPORT) != TP_CHOICE_TCP)
-			setenv("COMEX_SHM", "true", 1);
+		/* the program maps the embedded memnode's pool (D38): pages never
+		 * cross the transport, only control messages, which loopback TCP
+		 * carries as fast as UCX's shared memory did, and without loading
+		 * UCX into every process the program starts (D80) */
 		if (start_embedded(o, &e, addr, sizeof(addr)))
 			goto stop_memnode;
 		setenv("COMEX_MEMNODE", addr, 1);
