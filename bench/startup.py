@@ -6,7 +6,8 @@ Configurations, interleaved within each run (odd runs in reverse order):
   native          sh -c 'for ...; do /bin/true; done'
   comex-tcp       comex run --memnode A --token-file T (one memnode over TCP,
                   a separate process; connect-on-demand, as comex run sets it)
-  comex-embedded  comex run with its embedded memnode (shared memory, UCX)
+  comex-embedded  comex run with its embedded memnode (its pool mapped, control
+                  messages over loopback TCP: D80)
   preload-only    the same loop with libcomex-rt.so preloaded and no COMEX_*
                   settings: the runtime stays inert, so this is the cost of
                   loading it and what it links

@@ -6,16 +6,14 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
-#include <link.h>
 #include <pthread.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "clock.h"
 #include "log.h"
 #include "netaddr.h"
+#include "paths.h"
 #include "wakeup.h"
 
 /* A pass of tp_run that long was a freeze of this process or the VM, not a
@@ -70,26 +68,6 @@ void tp_clock_woken(struct tp_clock *c)
 	c->last = now_ns();
 }
 
-/* The directory of the file this code was loaded from: the comex binary, a
- * test or benchmark, or libcomex-rt.so (in a program comex run started). */
-static int own_dir(char *dir, size_t len)
-{
-	Dl_info info;
-	struct link_map *map;
-	ssize_t n;
-
-	if (!dladdr1((void *)own_dir, &info, (void **)&map, RTLD_DL_LINKMAP) || !map)
-		return -ENOENT;
-	if (map->l_name[0]) /* a shared object; the main program's name is empty */
-		n = snprintf(dir, len, "%s", map->l_name);
-	else if ((n = readlink("/proc/self/exe", dir, len - 1)) >= 0)
-		dir[n] = 0;
-	if (n < 0 || (size_t)n >= len || !strrchr(dir, '/'))
-		return -ENAMETOOLONG;
-	*strrchr(dir, '/') = 0;
-	return 0;
-}
-
 /* Loads the UCX plugin once: beside this file (the build tree, and the
  * runtime in lib/comex), else in ../lib/comex (an installed comex binary).
  * RTLD_GLOBAL: tp_fork.c finds UCX's tables by name. The runtime reaches
@@ -104,7 +82,6 @@ static int ucx_load(tp_create_fn **out)
 		.clock_start = tp_clock_start, .clock_pass = tp_clock_pass, .clock_woken = tp_clock_woken,
 		.wakeup_sleeping = wakeup_sleeping,
 	};
-	static const char *const where[] = { "%s/" TP_UCX_PLUGIN, "%s/../lib/comex/" TP_UCX_PLUGIN };
 	char dir[PATH_MAX], path[PATH_MAX + 64];
 	void *h = NULL, (*init)(const struct tp_host *);
 	const char *why = "no such file";
@@ -113,16 +90,13 @@ static int ucx_load(tp_create_fn **out)
 	pthread_mutex_lock(&lock);
 	if (create)
 		goto unlock;
-	if ((err = own_dir(dir, sizeof(dir)))) {
+	if ((err = paths_own_dir(dir, sizeof(dir)))) {
 		log_error("transport ucx: cannot tell where %s is (the directory of this program): %s", TP_UCX_PLUGIN,
 			  strerror(-err));
 		goto unlock;
 	}
-	for (size_t i = 0; i < sizeof(where) / sizeof(where[0]) && !h; i++) {
-		snprintf(path, sizeof(path), where[i], dir);
-		if (!access(path, F_OK) && !(h = dlopen(path, RTLD_NOW | RTLD_GLOBAL)))
-			why = dlerror();
-	}
+	if (!paths_find_lib(dir, TP_UCX_PLUGIN, path, sizeof(path)) && !(h = dlopen(path, RTLD_NOW | RTLD_GLOBAL)))
+		why = dlerror();
 	init = h ? (void (*)(const struct tp_host *))dlsym(h, TP_UCX_INIT) : NULL;
 	create = h ? (tp_create_fn *)dlsym(h, TP_UCX_CREATE) : NULL;
 	if (!init || !create) {

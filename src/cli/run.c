@@ -25,6 +25,7 @@
 #include "log.h"
 #include "memcg.h"
 #include "options.h"
+#include "paths.h"
 #include "stats.h"
 #include "sysmem.h"
 #include "uffd.h"
@@ -190,15 +191,6 @@ static int resolve_local_mem(const struct options *o, uint64_t *out)
 	return 0;
 }
 
-static void self_dir(char *out, size_t cap)
-{
-	ssize_t n = readlink("/proc/self/exe", out, cap - 1);
-
-	out[n > 0 ? n : 0] = 0;
-	if (strrchr(out, '/'))
-		*strrchr(out, '/') = 0;
-}
-
 /* embedded-pool as the embedded memnode's pool and pool-max: 'auto' grows
  * from embedded-pool-start up to the memory we may use at all. */
 static int embedded_pool(const struct options *o, struct embedded_cfg *cfg)
@@ -303,11 +295,7 @@ static int preload(void)
 	char dir[PATH_MAX], lib[PATH_MAX + 64], val[2 * PATH_MAX + 80];
 	const char *old = getenv("LD_PRELOAD");
 
-	self_dir(dir, sizeof(dir));
-	snprintf(lib, sizeof(lib), "%s/libcomex-rt.so", dir);
-	if (access(lib, R_OK))
-		snprintf(lib, sizeof(lib), "%s/../lib/comex/libcomex-rt.so", dir);
-	if (access(lib, R_OK)) {
+	if (paths_own_dir(dir, sizeof(dir)) || paths_find_lib(dir, "libcomex-rt.so", lib, sizeof(lib))) {
 		log_error("cannot find the runtime libcomex-rt.so next to %s or in %s/../lib/comex", dir, dir);
 		return -ENOENT;
 	}

@@ -803,16 +803,29 @@ static int transfer_start(struct node *n, enum tp_rma_kind kind, uint32_t pfn, u
 	return err;
 }
 
+/* transfer_finish, and a read's pages opened (option encrypt) */
+static int transfer_end(struct node *n, enum tp_rma_kind kind, uint32_t pfn, uint32_t count, void *local,
+			struct tp_op *op, int round)
+{
+	int err = transfer_finish(n, kind, op, round);
+
+	if (!err && n->c->crypt && kind == TP_GET && (err = unseal(n, pfn, count, local)))
+		node_fail(n, err);
+	return err;
+}
+
 static int transfer(struct node *n, enum tp_rma_kind kind, uint32_t pfn, uint32_t count, void *local, int round)
 {
 	struct tp_op op;
 	int err = transfer_start(n, kind, pfn, count, local, &op, round);
 
-	if (!err)
-		err = transfer_finish(n, kind, &op, round);
-	if (!err && n->c->crypt && kind == TP_GET && (err = unseal(n, pfn, count, local)))
-		node_fail(n, err);
-	return err;
+	return err ? err : transfer_end(n, kind, pfn, count, local, &op, round);
+}
+
+/* A hedged read in round 0 is not sent to a suspect or slow node */
+static bool steered_away(struct node *n, int round)
+{
+	return round == 0 && (hedge_avoided(n) || hedge_slow(n));
 }
 
 /* A read; hedged (round >= 0): given up once late (-ETIME); in round 0,
@@ -825,7 +838,7 @@ static int read_frames(struct comex_client *c, unsigned node, uint32_t pfn, uint
 	if (!n)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	if (round == 0 && (hedge_avoided(n) || hedge_slow(n)))
+	if (steered_away(n, round))
 		err = -EAGAIN;
 	else
 		err = transfer(n, TP_GET, pfn, count, dst, round);
@@ -850,19 +863,18 @@ int client_read_runs(struct comex_client *c, unsigned node, const struct client_
 	struct tp_op ops[CLIENT_MAX_RUNS];
 	struct node *n = get_node(c, node);
 	int round = hedged ? 0 : -1;
+	bool steered;
 
 	if (!n || nruns > CLIENT_MAX_RUNS)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
+	steered = steered_away(n, round);
 	for (unsigned r = 0; r < nruns; r++)
-		status[r] = hedged && (hedge_avoided(n) || hedge_slow(n)) ? -EAGAIN
-			    : transfer_start(n, TP_GET, runs[r].pfn, runs[r].count, runs[r].dst, &ops[r], round);
-	for (unsigned r = 0; r < nruns; r++) {
+		status[r] = steered ? -EAGAIN
+				    : transfer_start(n, TP_GET, runs[r].pfn, runs[r].count, runs[r].dst, &ops[r], round);
+	for (unsigned r = 0; r < nruns; r++)
 		if (!status[r])
-			status[r] = transfer_finish(n, TP_GET, &ops[r], round);
-		if (!status[r] && c->crypt && (status[r] = unseal(n, runs[r].pfn, runs[r].count, runs[r].dst)))
-			node_fail(n, status[r]);
-	}
+			status[r] = transfer_end(n, TP_GET, runs[r].pfn, runs[r].count, runs[r].dst, &ops[r], round);
 	pthread_mutex_unlock(&c->lock);
 	return 0;
 }

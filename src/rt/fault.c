@@ -316,6 +316,9 @@ static bool readable(uint64_t i, unsigned node)
  * the first in frame pfn. */
 struct run { uint64_t a, b; uint32_t pfn; };
 
+/* The frames of run r: its pages on the plan's lattice. */
+static uint32_t run_count(const struct run *r) { return (uint32_t)((r->b - r->a) / step + 1); }
+
 /* Notes run a..b in runs[*n] and marks its pages planned in ok[]. */
 static void plan_run(uint64_t a, uint64_t b, bool *ok, struct run *runs, unsigned *n)
 {
@@ -415,7 +418,7 @@ static void read_at_once(const struct run *runs, unsigned n, unsigned node, bool
 	uint64_t t0 = now_ns(), reads = 0, bytes = 0;
 
 	for (unsigned r = 0; r < n; r++)
-		cr[r] = (struct client_run){ runs[r].pfn, (uint32_t)((runs[r].b - runs[r].a) / step + 1), landed(runs[r].a) };
+		cr[r] = (struct client_run){ runs[r].pfn, run_count(&runs[r]), landed(runs[r].a) };
 	if (client_read_runs(P.c.client, node, cr, n, replica_hedging(), status))
 		return;
 	for (unsigned r = 0; r < n; r++) {
@@ -440,7 +443,7 @@ static void read_runs(const struct run *runs, unsigned n, unsigned node, bool *f
 	if (n > 1)
 		read_at_once(runs, n, node, done);
 	for (unsigned r = 0; r < n; r++) {
-		uint32_t count = (uint32_t)((runs[r].b - runs[r].a) / step + 1);
+		uint32_t count = run_count(&runs[r]);
 
 		if (done[r])
 			continue;
@@ -470,7 +473,7 @@ static bool find_in_place(const struct run *runs, unsigned n, unsigned node, uin
 	uint64_t bytes = 0;
 
 	for (unsigned r = 0; r < n; r++) {
-		uint32_t count = (uint32_t)((runs[r].b - runs[r].a) / step + 1);
+		uint32_t count = run_count(&runs[r]);
 		const char *at = client_frames_at(P.c.client, node, runs[r].pfn, count);
 
 		if (!at) {

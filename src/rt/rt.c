@@ -358,9 +358,8 @@ int rt_start_thread(void *(*fn)(void *), void *arg, const char *name, pthread_t 
 	pthread_t t;
 	void *stack;
 	size_t size;
+	char own[16] = ""; /* the creator's name: PR_GET_NAME's 16 bytes */
 	int err;
-
-	char own[16] = "";
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &saved);
