@@ -822,15 +822,17 @@ static int transfer(struct node *n, enum tp_rma_kind kind, uint32_t pfn, uint32_
 	return err ? err : transfer_end(n, kind, pfn, count, local, &op, round);
 }
 
-/* A hedged read in round 0 is not sent to a suspect or slow node */
-static bool steered_away(struct node *n, int round)
+/* A hedged read in round 0 is not sent to a suspect node, nor to a slow
+ * one when it may go to a faster copy (slow) */
+static bool steered_away(struct node *n, int round, bool slow)
 {
-	return round == 0 && (hedge_avoided(n) || hedge_slow(n));
+	return round == 0 && (hedge_avoided(n) || (slow && hedge_slow(n)));
 }
 
 /* A read; hedged (round >= 0): given up once late (-ETIME); in round 0,
  * not from a suspect or slow node (-EAGAIN). */
-static int read_frames(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst, int round)
+static int read_frames(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst, int round,
+		       bool slow)
 {
 	struct node *n = get_node(c, node);
 	int err;
@@ -838,7 +840,7 @@ static int read_frames(struct comex_client *c, unsigned node, uint32_t pfn, uint
 	if (!n)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	if (steered_away(n, round))
+	if (steered_away(n, round, slow))
 		err = -EAGAIN;
 	else
 		err = transfer(n, TP_GET, pfn, count, dst, round);
@@ -848,13 +850,18 @@ static int read_frames(struct comex_client *c, unsigned node, uint32_t pfn, uint
 
 int client_read(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst)
 {
-	return read_frames(c, node, pfn, count, dst, -1);
+	return read_frames(c, node, pfn, count, dst, -1, true);
 }
 
 int client_read_hedged(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst,
 		       unsigned round)
 {
-	return read_frames(c, node, pfn, count, dst, round < HEDGE_ROUNDS ? (int)round : -1);
+	return read_frames(c, node, pfn, count, dst, round < HEDGE_ROUNDS ? (int)round : -1, true);
+}
+
+int client_read_repair(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst)
+{
+	return read_frames(c, node, pfn, count, dst, 0, false);
 }
 
 int client_read_runs(struct comex_client *c, unsigned node, const struct client_run *runs, unsigned nruns,
@@ -868,7 +875,7 @@ int client_read_runs(struct comex_client *c, unsigned node, const struct client_
 	if (!n || nruns > CLIENT_MAX_RUNS)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	steered = steered_away(n, round);
+	steered = steered_away(n, round, true);
 	for (unsigned r = 0; r < nruns; r++)
 		status[r] = steered ? -EAGAIN
 				    : transfer_start(n, TP_GET, runs[r].pfn, runs[r].count, runs[r].dst, &ops[r], round);

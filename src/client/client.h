@@ -96,6 +96,11 @@ int client_write_wait(struct comex_client *c, unsigned node, struct tp_op *op);
 int client_read_hedged(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst,
 		       unsigned round);
 int client_write_wait_hedged(struct comex_client *c, unsigned node, struct tp_op *op);
+/* client_read_hedged in round 0 for a repair, which reads the copy it has
+ * and has no faster one to go to: not steered around a slow memnode (its
+ * copy, skipped, stayed the only one: 1 read in 16 went through), still
+ * refused (-EAGAIN) from a suspect one and given up once late. */
+int client_read_repair(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst);
 /* Bit i: node i is suspect (late lately), has said nothing at all for a
  * while (stopped, hung), and another memnode serves: nothing goes there,
  * not even copies, and client_alloc refuses it. A suspect that still

@@ -381,12 +381,16 @@ int replica_failover(unsigned bad, uint64_t first, uint64_t step, uint32_t count
 
 /* Page i into repair_buf, checked: from node/pfn, else from an extra copy;
  * round as copy_read's. A repair reads hedged (round 0): it never waits on
- * a memnode that is late or steered around (a later pass tries again). */
+ * a memnode that is late or suspect (a later pass tries again), but reads
+ * node/pfn from a slow one (client_read_repair): skipped, a page whose
+ * other copies are gone stayed short for as long as its memnode was slow. */
 static bool read_any(unsigned node, uint32_t pfn, uint64_t i, int round)
 {
 	bool late = false;
+	int err = round ? copy_read(node, pfn, 1, repair_buf, round, &late)
+			: client_read_repair(P.c.client, node, pfn, 1, repair_buf);
 
-	if (!copy_read(node, pfn, 1, repair_buf, round, &late) && pagesum_eq(pagesum_of(repair_buf), sum_at(i)))
+	if (!err && pagesum_eq(pagesum_of(repair_buf), sum_at(i)))
 		return true;
 	return read_copy(i, repair_buf, round, &late);
 }

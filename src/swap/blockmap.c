@@ -300,12 +300,18 @@ static uint32_t run_at(const uint64_t *e, uint32_t left)
 	return n;
 }
 
+/* Option round of fetch: a repair's read (client_read_repair). */
+#define ROUND_REPAIR (-2)
+
 /* n frames of one memnode into dst: from the mapped pool where there is
- * one, else one client read, plain (round < 0) or hedged in that round. */
+ * one, else one client read, plain (round -1), hedged in that round, or
+ * a repair's (ROUND_REPAIR). */
 static int fetch(struct blockmap *m, uint64_t e, uint32_t n, uint8_t *dst, int round)
 {
 	const void *at = client_frames_at(m->c, e_node(e), e_pfn(e), n);
 
+	if (!at && round == ROUND_REPAIR)
+		return client_read_repair(m->c, e_node(e), e_pfn(e), n, dst);
 	if (!at && round >= 0)
 		return client_read_hedged(m->c, e_node(e), e_pfn(e), n, dst, (unsigned)round);
 	if (!at)
@@ -468,7 +474,7 @@ static int repair_block(struct blockmap *m, uint64_t b, uint64_t out)
 	pthread_mutex_unlock(&m->lock);
 	if (!n)
 		return -1;
-	if (has_room(m, e, n) && !fetch(m, e[0], 1, m->repair_buf, 0)) /* hedged: never waits on a late memnode */
+	if (has_room(m, e, n) && !fetch(m, e[0], 1, m->repair_buf, ROUND_REPAIR)) /* never waits on a late memnode */
 		made = add_copies(m, e, n); /* else its unusable copies are only dropped */
 	if (m->repair_delay_ns)
 		sleep_s((double)m->repair_delay_ns / 1e9); /* widens the window a write or discard of b may come in */
