@@ -57,8 +57,10 @@ int tp_clock_pass(struct tp_clock *c, bool busy, int max_ms)
 	/* polling pays only while a CPU is free for it: on a machine with more
 	 * runnable threads than CPUs it takes the CPU of the very thread (the
 	 * program, the peer) it is waiting for */
-	if (now - c->last < c->spin_ns && wakeup_may_poll(now))
+	if (now - c->last < c->spin_ns && wakeup_may_poll(now)) {
+		wakeup_between_polls();
 		return 0;
+	}
 	left = c->timeout_ns ? (c->timeout_ns - (now - c->start)) / 1000000 + 1 : (uint64_t)max_ms;
 	return left < (uint64_t)max_ms ? (int)left : max_ms;
 }

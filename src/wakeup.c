@@ -32,6 +32,7 @@ struct attr { /* struct sched_attr, which the C library does not declare */
 enum { NOT_FIFO, FIFO_OFF, FIFO_ON }; /* OFF: fifo asked for, normal priority now */
 /* initial-exec: read on the fault path of the preloaded runtime */
 static __thread int state __attribute__((tls_model("initial-exec")));
+static __thread bool yields __attribute__((tls_model("initial-exec")));
 
 static int set_class(bool fifo)
 {
@@ -119,4 +120,15 @@ void wakeup_sleeping(uint64_t now)
 bool wakeup_may_poll(uint64_t now)
 {
 	return state != FIFO_ON && !cpuload_contended(now);
+}
+
+void wakeup_poll_yields(bool on)
+{
+	yields = on;
+}
+
+void wakeup_between_polls(void)
+{
+	if (yields)
+		sched_yield();
 }

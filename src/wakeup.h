@@ -27,5 +27,12 @@ void wakeup_sleeping(uint64_t now);
 /* Whether the calling thread may busy-poll now: a CPU is free for it
  * (cpuload), and it does not run SCHED_FIFO. */
 bool wakeup_may_poll(uint64_t now);
+/* on: the calling thread's busy-polls (tp_run's spin) yield its CPU between
+ * two polls, so that a thread woken on its core (a fault handler, another
+ * memnode's serving thread) runs at once instead of after the poller's time
+ * slice; the memnode's serving thread asks for it (docs/DECISIONS.md D81). */
+void wakeup_poll_yields(bool on);
+/* Between two polls of a busy-polling thread: yields if it asked to. */
+void wakeup_between_polls(void);
 
 #endif

@@ -72,6 +72,8 @@ static const struct row rows[] = {
 	{ "waste shrinks", A, 64, { 0, 1, 5, 13, 29 }, 5, 3, 0, 15, { 29, 37, 1, R } },
 	{ "use does not shrink", A, 64, { 0, 1, 5, 13, 29 }, 5, 3, 15, 0, { 29, 61, 1, R } },
 	{ "waste, then grows again", A, 64, { 0, 1, 5, 13, 29, 37 }, 6, 3, 2, 13, { 37, 53, 1, R } },
+	/* waste also halves the window a new stream opens with: 2, not 4 */
+	{ "waste shrinks a new stream", A, 64, { 0, 1, 5, 13, 29, 1000, 1001 }, 7, 3, 0, 15, { 1001, 1003, 1, R } },
 	{ "backward near 0", A, 64, { 10, 9, 5 }, 3, NONE, 0, 0, { 0, 6, -1, R } },
 	{ "backward at 0", A, 64, { 2, 1, 0 }, 3, NONE, 0, 0, { 0, 1, -1, R } },
 	{ "backward stride 64 near 0", A, 64, { 300, 236, 172 }, 3, NONE, 0, 0, { 44, 173, -64, R } },
@@ -138,10 +140,40 @@ static void test_counters(void)
 	prefetch_destroy(pf);
 }
 
+/* The plan for a new stream (a fault on 7000, then 7001) after the feedback
+ * rounds given (used, wasted pairs, 0 ending the list): its page count. */
+static uint64_t new_stream_pages(const uint32_t *fb)
+{
+	struct prefetch *pf;
+	struct prefetch_plan p;
+
+	CHECK(prefetch_create(PREFETCH_ADAPTIVE, 64, &pf) == 0);
+	for (; fb[0] || fb[1]; fb += 2)
+		prefetch_feedback(pf, fb[0], fb[1]);
+	prefetch_fault(pf, 7000, &p);
+	prefetch_fault(pf, 7001, &p);
+	prefetch_destroy(pf);
+	CHECK(p.lo == 7001 && p.stride == 1);
+	return p.hi - p.lo;
+}
+
+/* A new stream's window: halved by waste down to 1 (no neighbour fetched),
+ * doubled back by use outweighing waste more than twice, never past 4. */
+static void test_open_window(void)
+{
+	CHECK(new_stream_pages((const uint32_t[]){ 0, 0 }) == 4);
+	CHECK(new_stream_pages((const uint32_t[]){ 1, 7, 0, 0 }) == 2);
+	CHECK(new_stream_pages((const uint32_t[]){ 1, 7, 1, 7, 1, 7, 0, 0 }) == 1);
+	CHECK(new_stream_pages((const uint32_t[]){ 1, 7, 1, 7, 5, 3, 0, 0 }) == 1);   /* not clearly used */
+	CHECK(new_stream_pages((const uint32_t[]){ 1, 7, 1, 7, 7, 1, 0, 0 }) == 2);
+	CHECK(new_stream_pages((const uint32_t[]){ 1, 7, 8, 0, 8, 0, 8, 0, 0, 0 }) == 4);
+}
+
 int main(void)
 {
 	for (unsigned i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 		run_row(&rows[i]);
 	test_counters();
+	test_open_window();
 	return 0;
 }

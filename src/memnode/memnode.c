@@ -617,6 +617,7 @@ int memnode_main(const struct options *o)
 		log_info("every polling core is claimed by another memnode; sleeping between requests");
 		spin = 0;
 	}
+	wakeup_poll_yields(true);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sa.sa_handler = on_linger;

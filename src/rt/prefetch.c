@@ -53,6 +53,7 @@ struct stream {
 struct prefetch {
 	enum prefetch_policy policy;
 	uint32_t max_window, start_window;
+	uint32_t open_window;     /* a new stream's first window: start_window, halved (to 1) on waste */
 	uint64_t win_lo[STREAMS]; /* window policy: the last windows fetched, a ring (0..0: none) */
 	uint64_t win_hi[STREAMS];
 	unsigned win_next;
@@ -78,6 +79,7 @@ int prefetch_create(enum prefetch_policy policy, uint32_t max_window, struct pre
 	pf->policy = policy;
 	pf->max_window = max_window;
 	pf->start_window = max_window < START_WINDOW ? max_window : START_WINDOW;
+	pf->open_window = pf->start_window;
 	*out = pf;
 	return 0;
 }
@@ -249,12 +251,12 @@ void prefetch_fault(struct prefetch *pf, uint64_t idx, struct prefetch_plan *out
 	if (x) {
 		pf->hits += x->pages - 1; /* the plan's pages besides its own fault */
 		x->used = true;
-		w = !x->stride ? pf->start_window : x->hold ? x->window : x->window * 2;
+		w = !x->stride ? pf->open_window : x->hold ? x->window : x->window * 2;
 		if (w > pf->max_window)
 			w = pf->max_window;
 	} else if ((d = trend(pf, idx))) {
 		x = slot_for(pf, idx, d);
-		w = pf->start_window;
+		w = pf->open_window;
 	} else {
 		x = slot_for(pf, idx, 0);
 	}
@@ -270,14 +272,24 @@ void prefetch_fault(struct prefetch *pf, uint64_t idx, struct prefetch_plan *out
 
 /* Waste outweighing use halves every stream's window (down to 1), and their
  * next hit keeps it rather than doubling: as swap readahead shrinks its
- * window when its pages go unused. Use only counts: a stream's window grows
- * when the stream is seen to continue. Feedback cannot say which plan the
- * pages came from, so it applies to all. The verdicts are samples (probe.h),
- * not pages: they change no counter. */
+ * window when its pages go unused. It also halves the window new streams
+ * open with (down to 1: a new stream then costs a fault per page until it
+ * has continued twice), so that a program whose faults only look like
+ * streams (a random one touching neighbouring pages: redis read 3 wasted
+ * pages for each used) stops fetching them; use clearly outweighing waste
+ * (more than twice) doubles it back, up to START_WINDOW. Otherwise use only
+ * counts: a stream's window grows when the stream is seen to continue.
+ * Feedback cannot say which plan the pages came from, so it applies to all.
+ * The verdicts are samples (probe.h), not pages: they change no counter. */
 void prefetch_feedback(struct prefetch *pf, uint32_t used, uint32_t wasted)
 {
-	if (wasted <= used)
+	if (wasted <= used) {
+		if (used > 2 * wasted && pf->open_window < pf->start_window)
+			pf->open_window *= 2;
 		return;
+	}
+	if (pf->open_window > 1)
+		pf->open_window /= 2;
 	for (unsigned i = 0; i < STREAMS; i++) {
 		struct stream *x = &pf->s[i];
 
