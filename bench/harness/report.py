@@ -909,7 +909,7 @@ def render():
     out.append("Machine (of the newest result; a section measured on another says so): " + meta_lines(newest) + ".\n")
     modes = {}
     refused = {}
-    for d in docs.values():
+    for d in sorted(docs.values(), key=lambda d: d.get("timestamp", "")):  # the newest description wins
         modes.update(d.get("modes", {}))
         refused.update(d.get("refused_modes", {}))
     out.append("Modes (every one under the same cgroup memory limit, except local):\n")
@@ -987,12 +987,14 @@ def describe_mode(d):
                 "the cgroup, only the program in it (%s)%s"
                 % (d.get("pool"), d.get("transport"), local_mem_text(d), spin))
     txt = ("comex run (%s), swap off for the cgroup; " % local_mem_text(d) +
-           "%d memnodes (pool %d MiB each, fresh per run) outside the cgroup, UCX over TCP, "
-           % (d.get("memnodes", 2), d.get("pool_mib", 0)))
+           "%d memnodes (pool %d MiB each, fresh per run) outside the cgroup, %s, "
+           % (d.get("memnodes", 2), d.get("pool_mib", 0), d.get("transport", "UCX over TCP")))
     net = d.get("network")
     if isinstance(net, list) and net:
         txt += ("each memnode in its own network namespace, its veth pair on bridge %s; tbf %d Gbit/s on both ends "
-                "of every veth; UCX_TLS=tcp, UCX_NET_DEVICES = bridge / veth" % (net[0]["bridge"], net[0]["rate_gbit"]))
+                "of every veth" % (net[0]["bridge"], net[0]["rate_gbit"]))
+        if d.get("transport", "UCX over TCP") == "UCX over TCP":
+            txt += "; UCX_TLS=tcp, UCX_NET_DEVICES = bridge / veth"
     else:
         txt += "on loopback"
     if d.get("sim_rtt_us"):
