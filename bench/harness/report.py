@@ -986,14 +986,15 @@ def describe_mode(d):
         return ("comex run with its embedded memnode (no --memnode; %s), %s, comex run and its memnode outside "
                 "the cgroup, only the program in it (%s)%s"
                 % (d.get("pool"), d.get("transport"), local_mem_text(d), spin))
+    transport = d.get("transport", "UCX over TCP")  # result files from before comex's own TCP name none
     txt = ("comex run (%s), swap off for the cgroup; " % local_mem_text(d) +
            "%d memnodes (pool %d MiB each, fresh per run) outside the cgroup, %s, "
-           % (d.get("memnodes", 2), d.get("pool_mib", 0), d.get("transport", "UCX over TCP")))
+           % (d.get("memnodes", 2), d.get("pool_mib", 0), transport))
     net = d.get("network")
     if isinstance(net, list) and net:
         txt += ("each memnode in its own network namespace, its veth pair on bridge %s; tbf %d Gbit/s on both ends "
                 "of every veth" % (net[0]["bridge"], net[0]["rate_gbit"]))
-        if d.get("transport", "UCX over TCP") == "UCX over TCP":
+        if transport == "UCX over TCP":
             txt += "; UCX_TLS=tcp, UCX_NET_DEVICES = bridge / veth"
     else:
         txt += "on loopback"
