@@ -812,7 +812,7 @@ def private_shm_text(o):
         return ("This run had a private /dev/shm (`--private-shm`): no memnode of another user could hold "
                 "the polling-core claim, so its memnodes, the embedded ones included, could claim it and "
                 "busy-poll (on core 1 of 2, next to the program and the fault handler).\n")
-    return ("Memnodes claim the polling core through a lock in /dev/shm; one of another user may hold it, "
+    return ("Memnodes claim the polling core through a claim file in /dev/shm; one of another user may hold it, "
             "and then ours sleep between requests (see Warnings; `--private-shm` avoids this).\n")
 
 

@@ -429,7 +429,7 @@ def private_shm_note(options):
         return ""
     return ("\nThis run used `--private-shm`: it ran in a mount namespace with its own\n"
             "`/dev/shm`, so that a memnode left running elsewhere on the host could not\n"
-            "hold the lock by which a polling memnode claims its core.\n")
+            "hold the claim by which a polling memnode holds its core.\n")
 
 
 def render_docs(doc, json_path):
@@ -566,7 +566,7 @@ def binaries(build):
 
 def reexec_private_shm(argv, harness=__file__):
     """Re-runs this harness (or the given one) in a new mount namespace with
-    a fresh tmpfs on /dev/shm. Memnodes claim their polling core with a lock
+    a fresh tmpfs on /dev/shm. Memnodes claim their polling core with a claim
     file there; this way only the memnodes of this run (one at a time)
     compete for it. UCX's shared-memory transports keep working: client and
     memnode share the namespace."""

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_gray: gray failures. Under replicas 2 a memnode that hangs (SIGSTOP) costs no page and no op-timeout wait, also while the other one answers late at times: the program pages on from the other copies, the memnode shows suspect in comex top, status and the metrics, and is taken back once resumed; answers that come late, after a hedge, never land in a page; with a single copy the program waits, named in the log and comex top.
+# e2e_run_gray: gray failures. Under replicas 2 a memnode that hangs (SIGSTOP) costs no page and no op-timeout wait, also while the other one answers late at times: the program pages on from the other copies, the memnode shows suspect in comex top, status and the metrics, and is taken back once resumed; answers that come late, after a hedge, never land in a page; with a single copy the program waits, named in the log and comex top; a stopped memnode's polling core goes to the other.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 . "$src/tests/progs/memnodes.sh"
 echo "e2e_run_gray: a memnode stopped (SIGSTOP) or answering late under replicas 2; a single copy waited for, visibly"
@@ -115,6 +115,34 @@ if want single; then
     kill -CONT "$pid_a"
     if finished single; then
       echo "ok: single: the wait on the stopped memnode was named in the log and comex top; output identical"
+    fi
+  }
+  stop_nodes
+fi
+
+# 4. The polling core (D83): of two memnodes on this host only the first
+# busy-polls; stopped, it hands the core on to the other, which then serves
+# its reads at a polling memnode's speed; resumed, it finds the core taken
+# and sleeps between requests. Skipped when a memnode of another test or
+# user holds the core already, or the machine has one core.
+if want pollcore; then
+  mn_start a && mn_start b && {
+    if ! grep -q "busy-polling on core" "$dir/a.log"; then
+      echo "skip: pollcore: memnode a does not busy-poll (one core, or another memnode holds it): $(tail -n 1 "$dir/a.log")"
+    elif ! grep -q "every polling core is held" "$dir/b.log"; then
+      fail pollcore "the second memnode did not find the core held: $(tail -n 2 "$dir/b.log")"
+    else
+      kill -STOP "$pid_a"
+      if ! wait_log "$dir/b.log" "busy-polling on core .*has not run"; then
+        fail pollcore "memnode b did not take the core of the stopped a: $(tail -n 2 "$dir/b.log")"
+      else
+        kill -CONT "$pid_a"
+        if wait_log "$dir/a.log" "took polling core .* while this one stood still"; then
+          echo "ok: pollcore: the stopped memnode's polling core went to the other; resumed, it sleeps"
+        else
+          fail pollcore "memnode a did not learn that it lost its core: $(tail -n 2 "$dir/a.log")"
+        fi
+      fi
     fi
   }
   stop_nodes

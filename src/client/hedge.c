@@ -28,15 +28,18 @@
  * writes is not taken for a slow one, and a 1 MiB write gets the time it
  * needs. */
 #define XFER_UNIT 65536.0
-/* A memnode whose answers take SLOW_FACTOR x a healthy peer's, and
+/* A memnode whose reads take SLOW_FACTOR x a healthy peer's, and
  * SLOW_GAP_US more (not a few us of noise), is slow: pages with a copy on
- * the peer are read there (a crawling link, a starved host). It still takes
- * writes (and its copies), D79. */
-#define SLOW_FACTOR 4.0
-#define SLOW_GAP_US 200.0
+ * the peer are read there (a crawling link, a starved host, a memnode that
+ * sleeps where its peer polls). Twice, not 4x (D84): a 10x slower link's
+ * 4 KiB reads took 3-4x a fast peer's (30 against 8 us), below 4x while
+ * its queue was short. It still takes writes (and its copies), D79. */
+#define SLOW_FACTOR 2.0
+#define SLOW_GAP_US 10.0
 /* Only reads are compared (a memnode that took more write-behind queues
  * its answers behind it, and is not slower for that), with hysteresis: it
- * is no longer slow under SLOW_FACTOR / 2 x the peer's. One read in
+ * is no longer slow under SLOW_FACTOR / 2 x the peer's, whatever the gap
+ * (the gap alone made it flap every few reads). One read in
  * SLOW_SAMPLE still goes to a slow memnode, so its read times stay current. */
 #define SLOW_SAMPLE 16u
 /* A suspect is taken back after PROBES_OK timely probe answers in a row
@@ -153,7 +156,8 @@ bool hedge_slow(struct node *n)
 		if (p != n && healthy(p) && p->read_us > 0 && (best == 0 || p->read_us < best))
 			best = p->read_us;
 	}
-	slow = n->c->hedge_floor_ns && best > 0 && n->read_us > factor * best && n->read_us - best > SLOW_GAP_US;
+	slow = n->c->hedge_floor_ns && best > 0 && n->read_us > factor * best &&
+	       n->read_us - best > (n->slow ? 0 : SLOW_GAP_US);
 	if (slow != n->slow)
 		log_info("memnode %s answers reads in %.0f us, a peer in %.0f us: %s", n->addr, n->read_us, best,
 			 slow ? "slow; pages with a copy elsewhere are read there" : "no longer slow");

@@ -5,12 +5,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -23,6 +21,7 @@
 #include "noreclaim.h"
 #include "memnode_metrics.h"
 #include "options.h"
+#include "pollcore.h"
 #include "pool.h"
 #include "proto.h"
 #include "serve.h"
@@ -51,6 +50,7 @@ struct memnode {
 	uint64_t drain_ns;       /* option drain-timeout; 0: a signal stops at once */
 	uint64_t drain_until;    /* draining: monotonic ns when it gives up (UINT64_MAX: never); 0: not draining */
 	struct elastic *elastic; /* option host-reserve: gives memory back to the host; NULL: off */
+	struct pollcore *pollcore; /* option idle-spin: the claim on a polling core; NULL: never polls */
 	uint64_t corrupt_every;  /* option test-corrupt-reads; 0: off */
 	uint64_t reads;          /* READs answered, for the test hooks */
 	uint64_t late_every, late_ns; /* options test-late-reads, test-late-by; 0: off */
@@ -83,40 +83,6 @@ static volatile sig_atomic_t linger_asked; /* 0, SIGUSR1 or SIGUSR2 */
 static void on_linger(int sig)
 {
 	linger_asked = sig;
-}
-
-/* Claims a core for busy-polling so that no two memnodes on this machine spin
- * on the same core, leaving core 0 to everything else. The claim is a flock
- * held until exit. Returns false when none is free. */
-static bool claim_spin_core(void)
-{
-	cpu_set_t set;
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return false;
-	for (long cpu = ncpu - 1; cpu >= 1; cpu--) {
-		char path[64];
-		int fd;
-
-		if (!CPU_ISSET(cpu, &set))
-			continue;
-		snprintf(path, sizeof(path), "/dev/shm/comex-spin-cpu%ld.lock", cpu);
-		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-		if (fd < 0)
-			continue;
-		if (flock(fd, LOCK_EX | LOCK_NB)) {
-			close(fd);
-			continue;
-		}
-		CPU_ZERO(&set);
-		CPU_SET(cpu, &set);
-		if (sched_setaffinity(0, sizeof(set), &set))
-			log_warn("cannot pin the polling thread to core %ld: %m", cpu);
-		log_info("busy-polling on core %ld", cpu);
-		return true; /* fd stays open: the claim lasts as long as we do */
-	}
-	return false;
 }
 
 static void *on_accept(void *arg, struct tp_ep *ep)
@@ -424,8 +390,14 @@ static int event_loop(struct memnode *m, uint64_t spin_ns)
 
 	while (!stop_now(m)) {
 		uint64_t now = now_ns(), wake = next;
-		uint64_t timeout;
+		uint64_t timeout, spin = 0;
 		int err;
+
+		if (m->pollcore) { /* polls only on a core it holds, renewed each tick */
+			spin = pollcore_tick(m->pollcore, now) ? spin_ns : 0;
+			if (!wake || now + POLLCORE_TICK_NS < wake)
+				wake = now + POLLCORE_TICK_NS;
+		}
 
 		if (m->elastic && now >= look) { /* a look at the host is due */
 			look = elastic_tick(m->elastic, now);
@@ -445,7 +417,7 @@ static int event_loop(struct memnode *m, uint64_t spin_ns)
 		if (m->lingering && (!wake || now + LINGER_IDLE_NS / 4 < wake))
 			wake = now + LINGER_IDLE_NS / 4;
 		timeout = wake ? (wake > now ? wake - now : 1) : 0;
-		err = tp_run(m->tp, has_work, m, spin_ns, timeout);
+		err = tp_run(m->tp, has_work, m, spin, timeout);
 		if (err && err != -ETIMEDOUT && err != -EINTR)
 			return err;
 		next = reap(m, false);
@@ -613,10 +585,9 @@ int memnode_main(const struct options *o)
 	    (err = memnode_metrics_start(opt_str(o, OPT_METRICS_LISTEN), m.serve, sc.nid, &metrics)))
 		goto cleanup_serve;
 	wakeup_apply((enum wakeup_mode)opt_num(o, OPT_SCHED));
-	if (spin && !claim_spin_core()) {
-		log_info("every polling core is claimed by another memnode; sleeping between requests");
-		spin = 0;
-	}
+	if (spin && !pollcore_open(POLLCORE_DIR, &m.pollcore) && !pollcore_tick(m.pollcore, now_ns()))
+		log_info("every polling core is held by a running memnode; sleeping between requests "
+			 "(until a holder stops running)");
 	wakeup_poll_yields(true);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -633,6 +604,7 @@ int memnode_main(const struct options *o)
 	reap(&m, true);
 	log_info("stopped");
 	memnode_metrics_stop(metrics);
+	pollcore_close(m.pollcore);
 cleanup_serve:
 	elastic_destroy(m.elastic);
 	serve_destroy(m.serve);

@@ -1,0 +1,150 @@
+/* test_pollcore: two memnode processes and one polling core: one holds it, the other takes it only once the holder has not renewed it for the stale time (also across the millisecond clock's wrap) or gave it back; the holder that stood still learns it lost it and is unpinned. */
+#include "pollcore.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testing.h"
+
+#define MS 1000000ull
+
+/* A child process that owns a pollcore and does what the parent asks: one
+ * command byte and a time in, one answer byte out. */
+struct peer {
+	pid_t pid;
+	int to, from;
+};
+
+enum { CMD_OPEN = 'o', CMD_TICK = 't', CMD_CLOSE = 'c', CMD_NCPU = 'n' };
+
+static char dir[] = "/tmp/test_pollcore.XXXXXX";
+
+static void serve(int in, int out)
+{
+	struct pollcore *pc = NULL;
+	struct { char cmd; uint64_t now; } m;
+
+	while (read(in, &m, sizeof(m)) == sizeof(m)) {
+		char ans = 0;
+		cpu_set_t set;
+
+		if (m.cmd == CMD_OPEN)
+			ans = (char)(pollcore_open(dir, &pc) == 0);
+		else if (m.cmd == CMD_TICK)
+			ans = (char)pollcore_tick(pc, m.now);
+		else if (m.cmd == CMD_CLOSE) {
+			pollcore_close(pc);
+			pc = NULL;
+			ans = 1;
+		} else if (m.cmd == CMD_NCPU)
+			ans = (char)(sched_getaffinity(0, sizeof(set), &set) ? -1 : CPU_COUNT(&set));
+		if (write(out, &ans, 1) != 1)
+			break;
+	}
+	_exit(0);
+}
+
+static struct peer spawn(void)
+{
+	int down[2], up[2];
+	struct peer p;
+
+	CHECK(pipe(down) == 0 && pipe(up) == 0);
+	p.pid = fork();
+	CHECK(p.pid >= 0);
+	if (!p.pid) {
+		close(down[1]);
+		close(up[0]);
+		serve(down[0], up[1]);
+	}
+	close(down[0]);
+	close(up[1]);
+	p.to = down[1];
+	p.from = up[0];
+	return p;
+}
+
+static int ask(struct peer *p, char cmd, uint64_t now)
+{
+	struct { char cmd; uint64_t now; } m;
+	char ans;
+
+	memset(&m, 0, sizeof(m));
+	m.cmd = cmd;
+	m.now = now;
+	CHECK(write(p->to, &m, sizeof(m)) == sizeof(m));
+	CHECK(read(p->from, &ans, 1) == 1);
+	return ans;
+}
+
+/* Ends both peers (each holds the other's pipe ends too: both must close). */
+static void end(struct peer *a, struct peer *b)
+{
+	int st;
+
+	close(a->to);
+	close(b->to);
+	CHECK(waitpid(a->pid, &st, 0) == a->pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(waitpid(b->pid, &st, 0) == b->pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(a->from);
+	close(b->from);
+}
+
+/* Runs the hand-over sequence from time t0 (ns). */
+static void handover(uint64_t t0)
+{
+	struct peer a = spawn(), b = spawn();
+
+	CHECK(ask(&a, CMD_OPEN, 0) == 1 && ask(&b, CMD_OPEN, 0) == 1);
+	CHECK(ask(&a, CMD_TICK, t0) == 1);              /* the core was free */
+	CHECK(ask(&a, CMD_NCPU, 0) == 1);               /* pinned to it */
+	CHECK(ask(&b, CMD_TICK, t0) == 0);              /* held, fresh */
+	CHECK(ask(&a, CMD_TICK, t0 + 50 * MS) == 1);    /* renewed */
+	CHECK(ask(&b, CMD_TICK, t0 + 140 * MS) == 0);   /* 90 ms since the renewal: still held */
+	CHECK(ask(&b, CMD_TICK, t0 + (50 + POLLCORE_STALE_MS + 1) * MS) == 1); /* a stood still: taken */
+	CHECK(ask(&b, CMD_NCPU, 0) == 1);
+	CHECK(ask(&a, CMD_TICK, t0 + 160 * MS) == 0);   /* a runs again: it lost the core */
+	CHECK(ask(&a, CMD_NCPU, 0) == 2);               /* and runs where it ran before */
+	CHECK(ask(&b, CMD_TICK, t0 + 170 * MS) == 1);   /* b keeps it */
+	CHECK(ask(&b, CMD_CLOSE, 0) == 1);              /* b ends: the core is free at once */
+	CHECK(ask(&a, CMD_TICK, t0 + 171 * MS) == 1);
+	CHECK(ask(&a, CMD_CLOSE, 0) == 1);
+	end(&a, &b);
+}
+
+int main(void)
+{
+	cpu_set_t two;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		fprintf(stderr, "skip: one CPU, no polling core (core 0 is never claimed)\n");
+		return 77;
+	}
+	/* cores 0 and 1 only: core 1 is the one polling core, whatever the machine */
+	CPU_ZERO(&two);
+	CPU_SET(0, &two);
+	CPU_SET(1, &two);
+	if (sched_setaffinity(0, sizeof(two), &two)) {
+		fprintf(stderr, "skip: cannot run on cores 0 and 1: %s\n", strerror(errno));
+		return 77;
+	}
+	CHECK(mkdtemp(dir));
+	handover(1000 * 1000 * MS);
+	/* the millisecond clock of a claim wraps at 2^32 ms (49.7 days) */
+	handover(((1ull << 32) - 60) * MS);
+	{
+		char path[sizeof(dir) + 32];
+
+		snprintf(path, sizeof(path), "%s/comex-pollcores", dir);
+		CHECK(unlink(path) == 0);
+		CHECK(rmdir(dir) == 0);
+	}
+	return 0;
+}
