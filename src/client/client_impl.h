@@ -148,7 +148,7 @@ bool hedge_elsewhere(const struct node *n); /* a peer serves better: healthy, or
 bool hedge_mute(const struct node *n);      /* nothing heard from it lately (HEARD_NS): stopped or hung */
 bool hedge_overdue(const struct node *n);   /* its oldest unanswered request is past its deadline */
 #define MUTE_CHECK_NS 20000000ull           /* how often a late write's wait asks hedge_mute */
-bool hedge_slow(struct node *n);            /* reads SLOW_FACTOR x slower than a healthy peer's: steer this one */
+bool hedge_slow(struct node *n);            /* reads SLOW_FACTOR x slower than its peers': steer this one */
 #define SLOW_ROOM_DIVISOR 8 /* client_room shows a slow memnode's room this much smaller */
 void hedge_publish(struct comex_client *c); /* c->avoided and the board, anew */
 /* Membership tick: probes suspect nodes, fails one whose oldest request is

@@ -28,19 +28,22 @@
  * writes is not taken for a slow one, and a 1 MiB write gets the time it
  * needs. */
 #define XFER_UNIT 65536.0
-/* A memnode whose reads take SLOW_FACTOR x a healthy peer's, and
- * SLOW_GAP_US more (not a few us of noise), is slow: pages with a copy on
- * the peer are read there (a crawling link, a starved host, a memnode that
- * sleeps where its peer polls). Twice, not 4x (D84): a 10x slower link's
- * 4 KiB reads took 3-4x a fast peer's (30 against 8 us), below 4x while
- * its queue was short. It still takes writes (and its copies), D79. */
+/* A memnode whose reads take SLOW_FACTOR x its peers' (the mean of the
+ * healthy ones not slow themselves), and SLOW_GAP_US more (not a few us of
+ * noise), is slow: pages with a copy elsewhere are read there (a crawling
+ * link, a starved host, a memnode that sleeps where its peer polls). Twice,
+ * not 4x (D84): a 10x slower link's 4 KiB reads took 3-4x a fast peer's (30
+ * against 8 us). The mean, not the fastest peer: among four alike memnodes
+ * the fastest of three noisy peers made a third of the reads move. It
+ * still takes writes (and its copies), D79. */
 #define SLOW_FACTOR 2.0
 #define SLOW_GAP_US 10.0
 /* Only reads are compared (a memnode that took more write-behind queues
  * its answers behind it, and is not slower for that), with hysteresis: it
- * is no longer slow under SLOW_FACTOR / 2 x the peer's, whatever the gap
- * (the gap alone made it flap every few reads). One read in
- * SLOW_SAMPLE still goes to a slow memnode, so its read times stay current. */
+ * is no longer slow under SLOW_BACK x its peers', whatever the gap (the
+ * gap alone made it flap every few reads). One read in SLOW_SAMPLE still
+ * goes to a slow memnode, so its read times stay current. */
+#define SLOW_BACK 1.5
 #define SLOW_SAMPLE 16u
 /* A suspect is taken back after PROBES_OK timely probe answers in a row
  * (one per 50 ms membership tick: 150 ms), doubled for each time it became
@@ -147,19 +150,24 @@ bool hedge_shunned(const struct node *n)
 
 bool hedge_slow(struct node *n)
 {
-	double best = 0, factor = n->slow ? SLOW_FACTOR / 2 : SLOW_FACTOR;
+	double sum = 0, peers;
+	unsigned k = 0;
 	bool slow;
 
 	for (unsigned i = 0; i < n->c->nnodes; i++) {
 		const struct node *p = &n->c->node[i];
 
-		if (p != n && healthy(p) && p->read_us > 0 && (best == 0 || p->read_us < best))
-			best = p->read_us;
+		if (p != n && healthy(p) && !p->slow && p->read_us > 0) {
+			sum += p->read_us;
+			k++;
+		}
 	}
-	slow = n->c->hedge_floor_ns && best > 0 && n->read_us > factor * best &&
-	       n->read_us - best > (n->slow ? 0 : SLOW_GAP_US);
+	peers = k ? sum / k : 0;
+	slow = n->c->hedge_floor_ns && peers > 0 &&
+	       (n->slow ? n->read_us > SLOW_BACK * peers
+			: n->read_us > SLOW_FACTOR * peers && n->read_us - peers > SLOW_GAP_US);
 	if (slow != n->slow)
-		log_info("memnode %s answers reads in %.0f us, a peer in %.0f us: %s", n->addr, n->read_us, best,
+		log_info("memnode %s answers reads in %.0f us, its peers in %.0f us: %s", n->addr, n->read_us, peers,
 			 slow ? "slow; pages with a copy elsewhere are read there" : "no longer slow");
 	n->slow = slow;
 	return slow && ++n->slow_reads % SLOW_SAMPLE;
