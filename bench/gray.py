@@ -209,8 +209,7 @@ def targets(c):
         t["swap_stop_added_s"] = round(med["swap-stop"] - med["swap"], 3)
     if "run-fastlink" in med and "run-slowlink" in med:
         t["slowlink_ratio"] = round(med["run-slowlink"] / med["run-fastlink"], 3)
-        slow_runs = c["run-slowlink"]["runs"]
-        written = sorted(r.get("bytes_written") or 0 for r in slow_runs)[len(slow_runs) // 2]
+        written = benchlib.summary([r.get("bytes_written") or 0 for r in c["run-slowlink"]["runs"]])["median"]
         # where the time goes: the slow memnode takes one copy of every page
         # written (replicas 2 on two memnodes), half the bytes, at its rate
         t["slowlink_copies_wire_s"] = round(written / 2 * 8 / (FAST_GBIT / 10 * 1e9), 3) if written else None

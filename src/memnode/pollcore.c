@@ -29,14 +29,26 @@ struct pollcore {
 	int held;                /* the core we hold, or -1 */
 };
 
+/* now (ns) as a claim's millisecond, wrapping at 2^32 */
+static uint32_t ms_of(uint64_t now)
+{
+	return (uint32_t)(now / 1000000u);
+}
+
 static uint64_t word_of(uint32_t pid, uint64_t now)
 {
-	return (uint64_t)pid << 32 | (uint32_t)(now / 1000000u);
+	return (uint64_t)pid << 32 | ms_of(now);
+}
+
+/* Milliseconds since claim w was last renewed (wrapping subtraction). */
+static uint32_t age_ms(uint64_t w, uint64_t now)
+{
+	return ms_of(now) - (uint32_t)w;
 }
 
 static bool is_free(uint64_t w, uint64_t now)
 {
-	return !(w >> 32) || (uint32_t)(now / 1000000u) - (uint32_t)w > POLLCORE_STALE_MS;
+	return !(w >> 32) || age_ms(w, now) > POLLCORE_STALE_MS;
 }
 
 static void pin(struct pollcore *pc, int cpu)
@@ -72,7 +84,7 @@ static bool claim(struct pollcore *pc, uint64_t now)
 		pin(pc, (int)cpu);
 		if (w >> 32 && (uint32_t)(w >> 32) != pc->me)
 			log_info("busy-polling on core %ld (memnode pid %u, which held it, has not run for %u ms)", cpu,
-				 (unsigned)(w >> 32), POLLCORE_STALE_MS);
+				 (unsigned)(w >> 32), age_ms(w, now));
 		else
 			log_info("busy-polling on core %ld", cpu);
 		return true;
@@ -86,10 +98,11 @@ bool pollcore_tick(struct pollcore *pc, uint64_t now)
 		_Atomic uint64_t *word = &pc->words[pc->held];
 		uint64_t w = atomic_load(word);
 
+		/* a failed exchange leaves the word it found in w */
 		if ((uint32_t)(w >> 32) == pc->me && atomic_compare_exchange_strong(word, &w, word_of(pc->me, now)))
 			return true;
 		log_info("memnode pid %u took polling core %d while this one stood still; sleeping between requests",
-			 (unsigned)(atomic_load(word) >> 32), pc->held);
+			 (unsigned)(w >> 32), pc->held);
 		unpin(pc);
 	}
 	return claim(pc, now);
