@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_gray: gray failures. Under replicas 2 a memnode that hangs (SIGSTOP) costs no page and no op-timeout wait, also while the other one answers late at times: the program pages on from the other copies, the memnode shows suspect in comex top, status and the metrics, and is taken back once resumed; answers that come late, after a hedge, never land in a page; with a single copy the program waits, named in the log and comex top; a stopped memnode's polling core goes to the other.
+# e2e_run_gray: gray failures. Under replicas 2 a memnode that hangs (SIGSTOP) costs no page and no op-timeout wait, also while the other one answers late at times, or is slow: the program pages on from the other copies, the memnode shows suspect in comex top, status and the metrics, and is taken back once resumed; answers that come late, after a hedge, never land in a page; with a single copy the program waits, named in the log and comex top; a stopped memnode's polling core goes to the other.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 . "$src/tests/progs/memnodes.sh"
 echo "e2e_run_gray: a memnode stopped (SIGSTOP) or answering late under replicas 2; a single copy waited for, visibly"
@@ -31,8 +31,8 @@ shows() {
 }
 stop_nodes() {
   unset run_opts
-  for v in pid_a pid_b; do [ -n "${!v:-}" ] && { kill -CONT "${!v}"; kill -KILL "${!v}"; wait "${!v}"; } 2>/dev/null; done
-  unset pid_a pid_b
+  for v in pid_a pid_b pid_c; do [ -n "${!v:-}" ] && { kill -CONT "${!v}"; kill -KILL "${!v}"; wait "${!v}"; } 2>/dev/null; done
+  unset pid_a pid_b pid_c
 }
 
 # 1. Replicas 2, op-timeout 10 min: the memnode the program reads from is
@@ -76,6 +76,38 @@ if want $case; then
   stop_nodes
 fi
 done
+
+# 1b. Three memnodes; b answers every READ 300 us late, so it is slow
+# (D84: its reads go to the other copy) but never late; c is small, so
+# most of a's pages have their other copy on b. a is stopped: those pages
+# must be read from b, a slow last copy, not steered away and back to a
+# for another round (D85). With hedge-floor 5 s such a round waits 10 s on
+# a, and two passes of them run past the hang guard.
+if want stopslow; then
+  run_opts=(--replicas 2 --op-timeout 600s --hedge-floor 5s) # a round on a is 10 s: a page that waits for one shows
+  mn_start a --pool 256M && mn_start b --pool 256M --test-late-reads 1 --test-late-by 300us &&
+    mn_start c --pool 32M &&
+  start_prog stopslow "$lm" "127.0.0.1:$port_a,127.0.0.1:$port_b,127.0.0.1:$port_c" $mib &&
+  find_prog stopslow && {
+    if ! wait_log "$dir/stopslow.err" "memnode 127.0.0.1:$port_b answers reads in .*: slow"; then
+      fail stopslow "memnode b was never found slow: $(grep -E 'slow|late' "$dir/stopslow.err" | tail -n 2)"
+    else
+      kill -STOP "$pid_a"
+      grows stopslow pages_written $((2 * pages)) && {
+        kill -CONT "$pid_a"
+        if finished stopslow; then
+          fo=$(stats_get stopslow pages_failed_over); lost=$(stats_get stopslow pages_lost)
+          if [ "$fo" -le 0 ] || [ "$lost" -ne 0 ] || grep -q "failed:" "$dir/stopslow.err"; then
+            fail stopslow "pages_failed_over=$fo pages_lost=$lost; $(grep 'failed:' "$dir/stopslow.err" | head -n 1)"
+          else
+            echo "ok: stopslow: memnode a stopped for two passes, b slow: $fo pages read from their other copy, output identical"
+          fi
+        fi
+      }
+    fi
+  }
+  stop_nodes
+fi
 
 # 2. Both memnodes answer every 40th / 60th READ only after standing still
 # for 150 ms: those reads are hedged to the other copy, and their answers,

@@ -859,7 +859,7 @@ int client_read_hedged(struct comex_client *c, unsigned node, uint32_t pfn, uint
 	return read_frames(c, node, pfn, count, dst, round < HEDGE_ROUNDS ? (int)round : -1, true);
 }
 
-int client_read_repair(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst)
+int client_read_last(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst)
 {
 	return read_frames(c, node, pfn, count, dst, 0, false);
 }
@@ -886,7 +886,7 @@ int client_read_runs(struct comex_client *c, unsigned node, const struct client_
 	return 0;
 }
 
-int client_write(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, const void *src)
+static int write_sync(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, const void *src, int round)
 {
 	struct node *n = get_node(c, node);
 	int err;
@@ -894,9 +894,19 @@ int client_write(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t c
 	if (!n)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	err = transfer(n, TP_PUT, pfn, count, (void *)src, -1);
+	err = transfer(n, TP_PUT, pfn, count, (void *)src, round);
 	pthread_mutex_unlock(&c->lock);
 	return err;
+}
+
+int client_write(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, const void *src)
+{
+	return write_sync(c, node, pfn, count, src, -1);
+}
+
+int client_write_hedged(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, const void *src)
+{
+	return write_sync(c, node, pfn, count, src, 0);
 }
 
 int client_write_start(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, const void *src,
@@ -1000,6 +1010,8 @@ void client_poll(struct comex_client *c, struct client_health *out)
 			h.shrink[i].pfn = n->shrink.pfn;
 			h.shrink[i].count = n->shrink.count;
 		}
+		if (!n->fail_err && n->suspect)
+			h.suspect |= 1ull << i;
 		n->shrink_due = false;
 	}
 	hedge_publish(c); /* joins, failures and evictions since */

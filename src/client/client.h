@@ -73,6 +73,11 @@ int client_read_runs(struct comex_client *c, unsigned node, const struct client_
 /* Copies src into count frames at pfn on node (one put) and returns once the
  * data is in the memnode's memory, so the local copy may be dropped. */
 int client_write(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, const void *src);
+/* client_write for a copy that can be made later or elsewhere (a repair,
+ * a move, a write past the ones in flight): waited for only until late and
+ * the memnode is mute (stopped, hung), then given up (-ETIME; release its
+ * frames). Never waits op-timeout on a stopped memnode with a lock held. */
+int client_write_hedged(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, const void *src);
 /* client_write in two halves: the WRITE goes out now and src must stay
  * unchanged until client_write_wait returned (its status, 0 or negative
  * errno); op is the caller's and must live as long. hedged: the caller has
@@ -96,11 +101,13 @@ int client_write_wait(struct comex_client *c, unsigned node, struct tp_op *op);
 int client_read_hedged(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst,
 		       unsigned round);
 int client_write_wait_hedged(struct comex_client *c, unsigned node, struct tp_op *op);
-/* client_read_hedged in round 0 for a repair, which reads the copy it has
- * and has no faster one to go to: not steered around a slow memnode (its
- * copy, skipped, stayed the only one: 1 read in 16 went through), still
- * refused (-EAGAIN) from a suspect one and given up once late. */
-int client_read_repair(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst);
+/* client_read_hedged in round 0 for the last copy a caller has, with no
+ * faster one to go to (a repair; a failover's last copy): not steered
+ * around a slow memnode, still refused (-EAGAIN) from a suspect one and
+ * given up once late. Steered, a repair skipped the only copy (1 read in 16
+ * went through), and a failover from a stopped memnode went back to it
+ * for the next round, waiting out its deadline page by page. */
+int client_read_last(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, void *dst);
 /* Bit i: node i is suspect (late lately), has said nothing at all for a
  * while (stopped, hung), and another memnode serves: nothing goes there,
  * not even copies, and client_alloc refuses it. A suspect that still
@@ -118,6 +125,7 @@ void client_board(struct comex_client *c, struct stats_board *b);
  * us (SHRINK) to move our pages off frames shrink[i] (reported once). */
 struct client_health {
 	uint64_t evicting, out, shrinking;
+	uint64_t suspect; /* late lately (and not out): a repair makes no new copy there */
 	struct { uint32_t pfn, count; } shrink[64];
 };
 /* Progresses without waiting (unsolicited messages are taken in) and says

@@ -94,8 +94,8 @@ static uint32_t place_elsewhere(uint64_t idx, uint32_t n, uint32_t off, unsigned
 
 		if (t == d || client_alloc(P.c.client, t, n, &pfn, &got))
 			continue;
-		err = client_write(P.c.client, t, pfn, got, buf + ((size_t)off << PAGE_SHIFT));
-		if (err) { /* t failed meanwhile (logged by the client): try the next one */
+		err = client_write_hedged(P.c.client, t, pfn, got, buf + ((size_t)off << PAGE_SHIFT));
+		if (err) { /* t failed or stalls meanwhile (logged by the client): try the next one */
 			client_release(P.c.client, t, pfn, got);
 			continue;
 		}

@@ -146,8 +146,8 @@ static void write_run(unsigned n0, struct wbuf *wb, uint32_t k, uint32_t slot, u
 			nops[n0]++;
 			return;
 		}
-	} else {
-		err = client_write(P.c.client, loc_node(a), loc_pfn(a), count, src);
+	} else { /* past OPS: now, but not waited on beyond a hedge (the copy is made again later) */
+		err = client_write_hedged(P.c.client, loc_node(a), loc_pfn(a), count, src);
 	}
 	if (err)
 		run_failed(wb, k, slot, count);
@@ -278,15 +278,27 @@ void replica_move(uint64_t from, uint64_t to)
 }
 
 /* A failover's read: plain (round < 0) or hedged in that round
- * (client_read_hedged); one late or steered away sets *late. */
-static int copy_read(unsigned node, uint32_t pfn, uint32_t count, char *dst, int round, bool *late)
+ * (client_read_hedged; the last copy left in round 0: client_read_last, not
+ * steered around a slow memnode, as there is no faster one to go to); one
+ * late or steered away sets *late. */
+static int copy_read(unsigned node, uint32_t pfn, uint32_t count, char *dst, int round, bool last, bool *late)
 {
 	int err = round < 0 ? client_read(P.c.client, node, pfn, count, dst)
-			    : client_read_hedged(P.c.client, node, pfn, count, dst, (unsigned)round);
+		  : !round && last ? client_read_last(P.c.client, node, pfn, count, dst)
+				   : client_read_hedged(P.c.client, node, pfn, count, dst, (unsigned)round);
 
 	if (err == -ETIME || err == -EAGAIN)
 		*late = true;
 	return err;
+}
+
+/* Page i has a valid extra copy k or later. */
+static bool copy_from(uint64_t i, unsigned k)
+{
+	for (; k < extra; k++)
+		if (__atomic_load_n(&copies(i)[k], __ATOMIC_RELAXED) & LOC_VALID)
+			return true;
+	return false;
 }
 
 /* Page i from one of its extra copies into dst, checked; false if none. */
@@ -295,7 +307,7 @@ static bool read_copy(uint64_t i, char *dst, int round, bool *late)
 	for (unsigned k = 0; k < extra; k++) {
 		uint64_t a = __atomic_load_n(&copies(i)[k], __ATOMIC_RELAXED);
 
-		if ((a & LOC_VALID) && !copy_read(loc_node(a), loc_pfn(a), 1, dst, round, late) &&
+		if ((a & LOC_VALID) && !copy_read(loc_node(a), loc_pfn(a), 1, dst, round, !copy_from(i, k + 1), late) &&
 		    pagesum_eq(pagesum_of(dst), sum_at(i)))
 			return true;
 	}
@@ -310,7 +322,8 @@ static bool read_other(unsigned bad, uint64_t i, char *dst, int round, bool *lat
 	pte_t e = pte_at(i);
 
 	if ((pte_state(e) == PTE_REMOTE || pte_state(e) == PTE_CLEAN) && pte_node(e) != bad &&
-	    !copy_read(pte_node(e), pte_pfn(e), 1, dst, round, late) && pagesum_eq(pagesum_of(dst), sum_at(i)))
+	    !copy_read(pte_node(e), pte_pfn(e), 1, dst, round, !copy_from(i, 0), late) &&
+	    pagesum_eq(pagesum_of(dst), sum_at(i)))
 		return true;
 	return read_copy(i, dst, round, late);
 }
@@ -346,7 +359,7 @@ static uint32_t read_batch(unsigned bad, uint64_t first, uint64_t step, uint32_t
 		return 0;
 	while (k + m < count && m < PROTO_MAX_RW_FRAMES && other_loc(bad, first + (k + m) * step) == l + m)
 		m++;
-	if (m == 1 || copy_read(loc_node(l), loc_pfn(l), m, p, round, late))
+	if (m == 1 || copy_read(loc_node(l), loc_pfn(l), m, p, round, extra == 1, late)) /* replicas 2: the one other */
 		return 0;
 	for (uint32_t j = 0; j < m; j++) {
 		uint64_t i = first + (k + j) * step;
@@ -382,13 +395,11 @@ int replica_failover(unsigned bad, uint64_t first, uint64_t step, uint32_t count
 /* Page i into repair_buf, checked: from node/pfn, else from an extra copy;
  * round as copy_read's. A repair reads hedged (round 0): it never waits on
  * a memnode that is late or suspect (a later pass tries again), but reads
- * node/pfn from a slow one (client_read_repair): skipped, a page whose
- * other copies are gone stayed short for as long as its memnode was slow. */
+ * node/pfn from a slow one as a last copy (client_read_last). */
 static bool read_any(unsigned node, uint32_t pfn, uint64_t i, int round)
 {
 	bool late = false;
-	int err = round ? copy_read(node, pfn, 1, repair_buf, round, &late)
-			: client_read_repair(P.c.client, node, pfn, 1, repair_buf);
+	int err = copy_read(node, pfn, 1, repair_buf, round, true, &late);
 
 	if (!err && pagesum_eq(pagesum_of(repair_buf), sum_at(i)))
 		return true;
@@ -502,7 +513,7 @@ static bool repair_page(uint64_t i, uint64_t unusable, unsigned *made)
 		return true;
 	if (!new_frame(i, unusable, &t, &pfn))
 		return false; /* read nothing: no memnode can take it now */
-	if (!read_any(pte_node(e), pte_pfn(e), i, 0) || client_write(P.c.client, t, pfn, 1, repair_buf)) {
+	if (!read_any(pte_node(e), pte_pfn(e), i, 0) || client_write_hedged(P.c.client, t, pfn, 1, repair_buf)) {
 		pager_release_frame(t, pfn);
 		return false; /* a memnode is failing or late: a later pass tries again */
 	}
@@ -527,7 +538,7 @@ static bool move_copy(uint64_t i, unsigned d, uint64_t l, uint64_t *to)
 
 	if (!new_frame(i, 1ull << d, &t, &pfn))
 		return false;
-	if (!read_any(loc_node(l), loc_pfn(l), i, -1) || client_write(P.c.client, t, pfn, 1, repair_buf)) {
+	if (!read_any(loc_node(l), loc_pfn(l), i, -1) || client_write_hedged(P.c.client, t, pfn, 1, repair_buf)) {
 		pager_release_frame(t, pfn);
 		return false;
 	}

@@ -49,7 +49,8 @@ void replica_forget(unsigned d, bool failed);
 bool replica_unref(uint64_t i, unsigned d, bool failed, uint32_t lo, uint64_t hi);
 /* Membership thread, every tick: pages with fewer copies than replicas get
  * new ones on memnodes that have room and are not in unusable (a bit per
- * node: failed, leaving) (pages_rereplicated). */
+ * node: failed, leaving, suspect: a repair never waits on a stuck memnode
+ * with the pager lock held) (pages_rereplicated). */
 void replica_repair(uint64_t unusable);
 
 #endif

@@ -175,13 +175,7 @@ static uint64_t placed(stage_t st, unsigned k, uint32_t i, uint32_t count, uint3
  * elsewhere). */
 static int put_frames(struct blockmap *m, unsigned node, uint32_t pfn, uint32_t n, const uint8_t *src, bool hedged)
 {
-	struct tp_op op;
-	int err;
-
-	if (!hedged)
-		return client_write(m->c, node, pfn, n, src);
-	err = client_write_start(m->c, node, pfn, n, src, true, &op);
-	return err ? err : client_write_wait_hedged(m->c, node, &op);
+	return hedged ? client_write_hedged(m->c, node, pfn, n, src) : client_write(m->c, node, pfn, n, src);
 }
 
 /* Copy k of count staged blocks from src, each on a memnode its copies
@@ -300,18 +294,18 @@ static uint32_t run_at(const uint64_t *e, uint32_t left)
 	return n;
 }
 
-/* Option round of fetch: a repair's read (client_read_repair). */
-#define ROUND_REPAIR (-2)
+/* Option round of fetch: round 0 for the last copy (client_read_last). */
+#define ROUND_LAST (-2)
 
 /* n frames of one memnode into dst: from the mapped pool where there is
  * one, else one client read, plain (round -1), hedged in that round, or
- * a repair's (ROUND_REPAIR). */
+ * round 0 from the last copy (ROUND_LAST). */
 static int fetch(struct blockmap *m, uint64_t e, uint32_t n, uint8_t *dst, int round)
 {
 	const void *at = client_frames_at(m->c, e_node(e), e_pfn(e), n);
 
-	if (!at && round == ROUND_REPAIR)
-		return client_read_repair(m->c, e_node(e), e_pfn(e), n, dst);
+	if (!at && round == ROUND_LAST)
+		return client_read_last(m->c, e_node(e), e_pfn(e), n, dst);
 	if (!at && round >= 0)
 		return client_read_hedged(m->c, e_node(e), e_pfn(e), n, dst, (unsigned)round);
 	if (!at)
@@ -343,7 +337,7 @@ static int read_copy(struct blockmap *m, stage_t st, unsigned k, uint32_t i, uin
 			err = -EIO;
 		} else {
 			n = run_at(&st[k][i + done], count - done);
-			err = fetch(m, e, n, at, m->copies > 1 ? (int)round : -1);
+			err = fetch(m, e, n, at, m->copies == 1 ? -1 : !round && k + 1 == m->copies ? ROUND_LAST : (int)round);
 		}
 		late = err == -ETIME || err == -EAGAIN;
 		if (late && !round)
@@ -414,7 +408,7 @@ static unsigned add_copies(struct blockmap *m, uint64_t *e, unsigned n)
 			avoid |= 1ull << e_node(e[j]);
 		if (take_frames(m, avoid, 1, &node, &pfn, &got))
 			break; /* no room elsewhere: the block stays short */
-		if (client_write(m->c, node, pfn, 1, m->repair_buf)) {
+		if (client_write_hedged(m->c, node, pfn, 1, m->repair_buf)) { /* a stuck memnode: a later pass */
 			client_release(m->c, node, pfn, 1);
 			break;
 		}
@@ -474,7 +468,7 @@ static int repair_block(struct blockmap *m, uint64_t b, uint64_t out)
 	pthread_mutex_unlock(&m->lock);
 	if (!n)
 		return -1;
-	if (has_room(m, e, n) && !fetch(m, e[0], 1, m->repair_buf, ROUND_REPAIR)) /* never waits on a late memnode */
+	if (has_room(m, e, n) && !fetch(m, e[0], 1, m->repair_buf, ROUND_LAST)) /* never waits on a late memnode */
 		made = add_copies(m, e, n); /* else its unusable copies are only dropped */
 	if (m->repair_delay_ns)
 		sleep_s((double)m->repair_delay_ns / 1e9); /* widens the window a write or discard of b may come in */
