@@ -8,6 +8,7 @@
  * mode the kernel lets the first write through on its own and eviction
  * learns of it; otherwise that write is a write-protect fault here. */
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
@@ -33,6 +34,7 @@
 
 #define MAX_HANDLERS 64
 static unsigned nhandlers; /* started (atomic) */
+static int reading;        /* handlers of this process in their loop (atomic; a futex word) */
 
 /* The page reads as zero: discarded, or never touched since it was mapped
  * (a free entry in the heap arena, or in the mmap area inside [mlo, mhi),
@@ -613,6 +615,7 @@ static void fetch_remote(uint64_t idx, bool write)
 
 int fault_init(void)
 {
+	reading = 0; /* a forked child taking over: its parent's count, not its own handlers */
 	if (P.c.prefetch_policy != PREFETCH_READ_BUFFER &&
 	    !(landing = rt_alloc((size_t)pager_opt(OPT_PREFETCH) << PAGE_SHIFT)))
 		return -ENOMEM;
@@ -803,6 +806,11 @@ void pager_run(int cpu)
 		else
 			listener_started(cpu);
 	}
+	/* this thread made its first heap call when it started (its C
+	 * library's arena): from here on it reads a fork's event without
+	 * waiting for the arenas that fork holds */
+	__atomic_fetch_add(&reading, 1, __ATOMIC_RELEASE);
+	os_futex_wake(&reading, INT_MAX);
 	for (;;) {
 		ssize_t r = read(P.c.uffd, msg, sizeof(msg));
 		unsigned n = r > 0 ? take_events(msg, (unsigned)(r / (ssize_t)sizeof(msg[0]))) : 0;
@@ -858,6 +866,14 @@ void pager_run(int cpu)
 		wait_for_faults(1000, now);
 		woken = true;
 	}
+}
+
+void pager_wait_handlers(int n)
+{
+	int seen;
+
+	while ((seen = __atomic_load_n(&reading, __ATOMIC_ACQUIRE)) < n)
+		os_futex_wait(&reading, (unsigned)seen, NULL);
 }
 
 uint64_t pager_stuck_ns(uint64_t now, uintptr_t *addr_out)

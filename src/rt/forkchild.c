@@ -507,8 +507,20 @@ int forkchild_wait_own(pid_t parent, int ms, int *pidfd)
 			os_futex_wait(flag, 0, &ts);
 		return __atomic_load_n(flag, __ATOMIC_ACQUIRE) ? 1 : 0;
 	}
-	if (*pidfd < 0 && (*pidfd = (int)syscall(SYS_pidfd_open, parent, 0)) < 0)
-		return getppid() != parent ? 1 : -1; /* gone already (ESRCH); else no pidfd here */
+	if (*pidfd < 0) {
+		*pidfd = (int)syscall(SYS_pidfd_open, parent, 0);
+		/* a child whose parent is gone has another (init, a subreaper),
+		 * and the pid may name another process by now: the pidfd names
+		 * the parent only when the parent is still ours after it opened */
+		if (getppid() != parent) {
+			if (*pidfd >= 0)
+				close(*pidfd);
+			*pidfd = -1;
+			return 1;
+		}
+		if (*pidfd < 0)
+			return -1; /* no pidfd here */
+	}
 	p = (struct pollfd){ .fd = *pidfd, .events = POLLIN };
 	if (poll(&p, 1, ms) != 1)
 		return 0;

@@ -18,9 +18,10 @@
  * page home instead, as without lazy fork). */
 int forkchild_prepare(void);
 /* After fork, with its result. In the child (0): this process is a lazy
- * child (when the fork was prepared lazily), and the parent's other
- * children are not its own. In the parent: a failed fork's snapshot is
- * dropped, a child's pid tells its exit. */
+ * child (when the fork was prepared lazily; never when the parent is a
+ * forked child that has not taken over, which prepares no fork), and the
+ * parent's other children and lazy state are not its own. In the parent:
+ * a failed fork's snapshot is dropped, a child's pid tells its exit. */
 void forkchild_after_fork(pid_t pid);
 /* The parent is exiting: every child still served gets all its remaining
  * pages now (a daemon's parent exits right after fork), then is let go. */

@@ -756,9 +756,17 @@ void pager_fork(enum fork_phase phase)
 {
 	if (!P.tab.top)
 		return;
-	if (P.detached) { /* a lazy child's children would find its remote pages missing */
+	/* A lazy child's children would find its remote pages missing: they
+	 * come home first. Its child is then nobody's lazy child, whatever the
+	 * copy of its parent's state says: it owns its memory once its parent
+	 * is gone, and must not wait for (nor mark discards in) the byte map
+	 * its grandparent shares with its parent, whose completion may never
+	 * come (the parent may end before it is handed its pages). */
+	if (P.detached) {
 		if (phase == FORK_PREPARE && forkchild_is_lazy_child())
 			pager_bring_all(true);
+		else if (phase == FORK_CHILD)
+			forkchild_after_fork(0);
 		return;
 	}
 	switch (phase) {

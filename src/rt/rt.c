@@ -207,6 +207,13 @@ static const char *start(bool take_over);
  * take-over's allocations wait for the C library's locks the fork holds. */
 static pthread_mutex_t takeover = PTHREAD_MUTEX_INITIALIZER;
 
+/* The process that forks, noted under takeover before the fork: the child's
+ * waiting thread watches that one. Not getppid() in the child: a parent
+ * that exits at once (a double fork's first child) can be gone before the
+ * child's handlers run, and the child would then watch init or a subreaper,
+ * which never goes. */
+static pid_t forker;
+
 static void *own_main(void *arg)
 {
 	const char *why;
@@ -236,6 +243,7 @@ static void *own_main(void *arg)
 static void fork_prepare(void)
 {
 	pthread_mutex_lock(&takeover);
+	forker = getpid();
 	fork_phase(FORK_PREPARE);
 }
 
@@ -253,7 +261,7 @@ static void fork_child(void)
 	watchdog_forget_threads(); /* the parent's; they are not here */
 	listener_reset(); /* the parent's handlers are not here; this thread is the child's main */
 	listener_note_main();
-	rt_start_thread(own_main, (void *)(intptr_t)getppid(), "comex-own", NULL);
+	rt_start_thread(own_main, (void *)(intptr_t)forker, "comex-own", NULL);
 }
 
 /* Pages a batch of eviction holds beside the budget for a moment: its
@@ -406,19 +414,27 @@ enum fault_handlers { FAULT_HANDLERS_PER_CPU, FAULT_HANDLERS_ONE }; /* option fa
 
 /* fault-handlers per-cpu: one pinned handler per CPU the program may run
  * on (a thread that faults wakes the one on its own CPU); one: a single
- * unpinned handler that busy-polls handler-spin after each fault. */
+ * unpinned handler that busy-polls handler-spin after each fault. Returns
+ * once they all serve: the program may fork right after (its main, or a
+ * forked child's main that waited for this take-over), and a fork needs a
+ * handler to read its event (pager_wait_handlers). */
 static void start_handlers(void)
 {
 	cpu_set_t set;
+	int n = 0;
 
 	if (opt_num(&opts, OPT_FAULT_HANDLERS) == FAULT_HANDLERS_PER_CPU && !sched_getaffinity(0, sizeof(set), &set) &&
 	    CPU_COUNT(&set) <= PER_CPU_MAX) {
 		for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
-			if (CPU_ISSET(cpu, &set))
+			if (CPU_ISSET(cpu, &set)) {
 				start_thread(handler_main, (void *)(intptr_t)cpu, "comex-fault");
-		return;
+				n++;
+			}
+	} else {
+		start_thread(handler_main, (void *)(intptr_t)-1, "comex-fault");
+		n++;
 	}
-	start_thread(handler_main, (void *)(intptr_t)-1, "comex-fault");
+	pager_wait_handlers(n);
 }
 
 static void note_nodes(struct comex_client *cl)
