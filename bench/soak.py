@@ -65,7 +65,7 @@ CONFIGS = {"r2": ["--replicas=2"], "r1-backup": ["--replicas=1", "--backup-dir={
 # Counters of --stats-json kept per iteration and summed per phase.
 COUNTERS = ("pages_evicted", "pages_written", "pages_failed_over", "pages_rereplicated", "pages_lost",
             "pages_corrupt", "memnodes_rejoined", "memnodes_drained", "pages_migrated", "pages_backup_read",
-            "budget_overshoots", "reads_hedged", "writes_hedged", "memnodes_suspected")
+            "budget_overshoots", "reads_hedged", "writes_hedged", "memnodes_suspected", "reads_steered")
 FAILED = re.compile(r"memnode \S+ \(nid \d+\) failed:|drained, \d+ of our pages|memnode \S+ is late:")
 REPAIRED = re.compile(r"out of use \(failed or drained\).*?every page has its \d+ copies", re.S)
 PROGRESS = re.compile(r"^pager_bench: progress (\d+) (\d+)$", re.M)
@@ -357,7 +357,7 @@ def markdown(doc, json_name, img):
            f"{' (dirty)' if doc['git']['dirty'] else ''}; {doc['duration_s'] / 60:.0f} min in all.", "",
            f"| configuration | phase | s | iterations | events ({'/'.join(KINDS)}) | wrong outputs | non-zero exits "
            "| pages lost | pages corrupt | failed over | re-replicated | pages moved by drains | rejoined "
-           "| hedged reads/writes | suspected | touches/s |",
+           "| hedged reads/writes, steered reads | suspected | touches/s |",
            "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, c in doc["configs"].items():
         for ph_name in ("baseline", "failures"):
@@ -367,7 +367,8 @@ def markdown(doc, json_name, img):
             out.append(f"| {name} | {ph_name} | {ph['seconds']:.0f} | {len(ph['iterations'])} | {kinds} "
                        f"| {ph['wrong_outputs']} | {ph['nonzero_exits']} | {ph['pages_lost']} | {ph['pages_corrupt']} "
                        f"| {ph['pages_failed_over']} | {ph['pages_rereplicated']} | {ph['pages_migrated']} "
-                       f"| {ph['memnodes_rejoined']} | {ph.get('reads_hedged', 0)}/{ph.get('writes_hedged', 0)} "
+                       f"| {ph['memnodes_rejoined']} | {ph.get('reads_hedged', 0)}/{ph.get('writes_hedged', 0)}, "
+                       f"{ph.get('reads_steered') or 0} "
                        f"| {ph.get('memnodes_suspected', 0)} | {tps:,.0f} |")
     out += ["", "Pages lost: pages whose every remote copy was gone when a memnode failed (client counter "
             "`pages_lost`). With `backup-dir` they are still on the compute node's disk and are read back from "

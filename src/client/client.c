@@ -554,7 +554,7 @@ static void room_for(struct comex_client *c, uint64_t *out, unsigned nnodes, boo
 
 		out[i] = n && n->welcomed && !n->fail_err && !n->evicting &&
 				 !(copy ? hedge_shunned(n) : hedge_avoided(n)) && now >= n->exhausted_until ? n->room : 0;
-		if (n && n->slow && out[i]) /* placement by room prefers its faster peers */
+		if (n && (n->slow || n->write_slow) && out[i]) /* placement by room prefers its faster peers */
 			out[i] = out[i] / SLOW_ROOM_DIVISOR + 1;
 	}
 	pthread_mutex_unlock(&c->lock);

@@ -76,7 +76,9 @@ int client_write(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t c
 /* client_write for a copy that can be made later or elsewhere (a repair,
  * a move, a write past the ones in flight): waited for only until late and
  * the memnode is mute (stopped, hung), then given up (-ETIME; release its
- * frames). Never waits op-timeout on a stopped memnode with a lock held. */
+ * frames), so a stopped memnode is not waited for up to op-timeout. Not so
+ * with hedge-floor 0 (no hedging) or over UCX (a put cannot be given up):
+ * a plain client_write there. */
 int client_write_hedged(struct comex_client *c, unsigned node, uint32_t pfn, uint32_t count, const void *src);
 /* client_write in two halves: the WRITE goes out now and src must stay
  * unchanged until client_write_wait returned (its status, 0 or negative

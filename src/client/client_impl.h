@@ -69,6 +69,8 @@ struct node {
 	bool slow;                    /* answers far slower than a peer: reads go to its peers (hedge_slow) */
 	double read_us;               /* EWMA: answer time of reads per XFER_UNIT (hedge_slow compares these) */
 	unsigned slow_reads;          /* reads asked of it while slow: one in SLOW_SAMPLE goes */
+	double write_us;              /* EWMA: answer time of writes per XFER_UNIT (hedge.c) */
+	bool write_slow;              /* takes writes far slower than its peers: placement prefers them */
 	uint64_t suspect_t0;          /* since when (ns) */
 	uint64_t back_t;              /* when it was last taken back (ns) */
 	unsigned flaps;               /* suspected again soon after being taken back: longer probation */

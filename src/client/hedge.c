@@ -45,6 +45,15 @@
  * goes to a slow memnode, so its read times stay current. */
 #define SLOW_BACK 1.5
 #define SLOW_SAMPLE 16u
+/* Writes: a memnode whose writes take WRITE_SLOW_FACTOR x its peers' (per
+ * XFER_UNIT, the mean of those not write-slow) is write-slow: placement
+ * sees an eighth of its room, so first copies and extra copies go to its
+ * peers while they have room (D86: a third memnode, 10x slower, took a
+ * third of the copies and held eviction back). 4x, not reads' 2x: a
+ * memnode that took more write-behind has its answers queued behind it;
+ * no longer write-slow under WRITE_BACK x. Reads are not steered for it. */
+#define WRITE_SLOW_FACTOR 4.0
+#define WRITE_BACK 2.0
 /* A suspect is taken back after PROBES_OK timely probe answers in a row
  * (one per 50 ms membership tick: 150 ms), doubled for each time it became
  * suspect again within FLAP_WINDOW_NS of being taken back, up to 2^FLAPS_MAX
@@ -207,6 +216,30 @@ void hedge_suspect(struct node *n, const char *what, uint64_t bytes)
 		 n->addr, what, late_after(n, bytes) / 1e6);
 }
 
+/* n's write times against its healthy peers' that are not write-slow. */
+static void judge_writes(struct node *n)
+{
+	double sum = 0, peers;
+	unsigned k = 0;
+	bool slow;
+
+	for (unsigned i = 0; i < n->c->nnodes; i++) {
+		const struct node *p = &n->c->node[i];
+
+		if (p != n && healthy(p) && !p->write_slow && p->write_us > 0) {
+			sum += p->write_us;
+			k++;
+		}
+	}
+	peers = k ? sum / k : 0;
+	slow = n->c->hedge_floor_ns && peers > 0 &&
+	       n->write_us > (n->write_slow ? WRITE_BACK : WRITE_SLOW_FACTOR) * peers;
+	if (slow != n->write_slow)
+		log_info("memnode %s takes writes in %.0f us per 64 KiB, its peers in %.0f us: %s", n->addr, n->write_us,
+			 peers, slow ? "slow; new pages go to its peers while they have room" : "no longer slow to write");
+	n->write_slow = slow;
+}
+
 static bool abandoned_left(const struct node *n)
 {
 	for (unsigned i = 0; i < n->npend; i++)
@@ -262,6 +295,10 @@ void hedge_answered(struct node *n, const struct pending *p)
 	n->xfer_us += EWMA_WEIGHT * (us - n->xfer_us);
 	if (p->type == PROTO_READ)
 		n->read_us = n->read_us ? n->read_us + EWMA_WEIGHT * (us - n->read_us) : us;
+	if (p->type == PROTO_WRITE) {
+		n->write_us = n->write_us ? n->write_us + EWMA_WEIGHT * (us - n->write_us) : us;
+		judge_writes(n);
+	}
 }
 
 int hedge_abandon(struct node *n, struct tp_op *op, const char *what)

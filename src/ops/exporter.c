@@ -45,7 +45,8 @@ static const struct family {
 	{ "comex_program_prefetch_probes_wasted_total", "counter", "Sampled prefetched pages (probes) never touched.", FIELD(prefetch_probes_wasted), 1 },
 	{ "comex_program_direct_reclaims_total", "counter", "Faults that had to evict themselves.", FIELD(direct_reclaims), 1 },
 	{ "comex_program_budget_overshoots_total", "counter", "Times residency went over budget.", FIELD(budget_overshoots), 1 },
-	{ "comex_program_hedged_reads_total", "counter", "Reads served by another copy because their memnode was late, suspect or slow.", FIELD(reads_hedged), 1 },
+	{ "comex_program_hedged_reads_total", "counter", "Reads sent again to another copy because their memnode answered late.", FIELD(reads_hedged), 1 },
+	{ "comex_program_steered_reads_total", "counter", "Reads sent to another copy at once, their memnode suspect or slow (not sent twice).", FIELD(reads_steered), 1 },
 	{ "comex_program_hedged_writes_total", "counter", "Writes given up on a late or suspect memnode (the pages' other copies stand in).", FIELD(writes_hedged), 1 },
 	{ "comex_program_memnodes_suspected_total", "counter", "Times a memnode became suspect (late: steered around).", FIELD(board.memnodes_suspected), 1 },
 };

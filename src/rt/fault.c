@@ -34,6 +34,9 @@
 
 #define MAX_HANDLERS 64
 static unsigned nhandlers; /* started (atomic) */
+/* Per handler thread, for the watchdog: when it started on its current
+ * batch (ns, 0 when idle) and the address it is serving. Relaxed atomics. */
+static struct { uint64_t since; uintptr_t addr; } busy[MAX_HANDLERS];
 static int reading;        /* handlers of this process in their loop (atomic; a futex word) */
 
 /* The page reads as zero: discarded, or never touched since it was mapped
@@ -218,7 +221,10 @@ static int read_hedged(unsigned node, uint32_t pfn, uint32_t count, void *dst, u
 	int err = client_read_hedged(P.c.client, node, pfn, count, dst, 0);
 
 	for (unsigned r = 0; err == -ETIME || err == -EAGAIN;) { /* late, or its memnode suspect or slow */
-		STAT_ADD(P.c.stats, reads_hedged, 1);
+		if (err == -EAGAIN) /* not sent: steered to another copy at once */
+			STAT_ADD(P.c.stats, reads_steered, 1);
+		else /* sent, waited for until late, and now read again elsewhere */
+			STAT_ADD(P.c.stats, reads_hedged, 1);
 		err = replica_failover(node, idx, step, count, dst, (int)r); /* in runs */
 		if (err != -ETIME || !locked)
 			break;
@@ -615,7 +621,11 @@ static void fetch_remote(uint64_t idx, bool write)
 
 int fault_init(void)
 {
-	reading = 0; /* a forked child taking over: its parent's count, not its own handlers */
+	/* a forked child taking over: its parent's handlers are not here (one
+	 * caught mid-batch by the fork would look stuck to the watchdog) */
+	nhandlers = 0;
+	reading = 0;
+	memset(busy, 0, sizeof(busy));
 	if (P.c.prefetch_policy != PREFETCH_READ_BUFFER &&
 	    !(landing = rt_alloc((size_t)pager_opt(OPT_PREFETCH) << PAGE_SHIFT)))
 		return -ENOMEM;
@@ -697,10 +707,6 @@ static void fault_wp(uint64_t idx)
 	if (err)
 		pager_die("cannot unprotect a written page", (uintptr_t)page_addr(idx), err);
 }
-
-/* Per handler thread, for the watchdog: when it started on its current
- * batch (ns, 0 when idle) and the address it is serving. Relaxed atomics. */
-static struct { uint64_t since; uintptr_t addr; } busy[MAX_HANDLERS];
 
 static void handle(const struct uffd_msg *m, unsigned h)
 {

@@ -95,6 +95,8 @@ static uint32_t place_elsewhere(uint64_t idx, uint32_t n, uint32_t off, unsigned
 		if (t == d || client_alloc(P.c.client, t, n, &pfn, &got))
 			continue;
 		err = client_write_hedged(P.c.client, t, pfn, got, buf + ((size_t)off << PAGE_SHIFT));
+		if (err == -ETIME)
+			STAT_ADD(P.c.stats, writes_hedged, 1);
 		if (err) { /* t failed or stalls meanwhile (logged by the client): try the next one */
 			client_release(P.c.client, t, pfn, got);
 			continue;

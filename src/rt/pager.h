@@ -48,10 +48,11 @@ int pager_reattach(const struct pager_config *cfg);
 void pager_fit(void);
 /* A fault handler thread's body, pinned to cpu (>= 0) or not; never returns. */
 void pager_run(int cpu);
-/* Returns once n handlers of this process run pager_run's loop. A fork
- * waits for a handler to read its UFFD_EVENT_FORK while the C library holds
- * every malloc arena: a handler not yet past its thread's first heap call
- * would wait for them, and the fork for it, forever. */
+/* Returns once n handlers of this process run pager_run's loop; called
+ * before a fork takes the malloc arenas. The fork waits for a handler to
+ * read its UFFD_EVENT_FORK while the C library holds every arena: a
+ * handler not yet past its thread's first heap call would wait for them,
+ * and the fork for it, forever. */
 void pager_wait_handlers(int n);
 /* The reclaimer thread's body (when pager_opt(OPT_RECLAIMER)); never returns. */
 void *pager_reclaimer(void *arg);

@@ -69,6 +69,17 @@ int replica_skip_write(unsigned node)
 	return -EAGAIN;
 }
 
+/* A copy that can be made again later (past the writes in flight, a
+ * repair, a move): hedged, and counted when given up on a late memnode. */
+static int copy_write(unsigned t, uint32_t pfn, uint32_t count, const char *src)
+{
+	int err = client_write_hedged(P.c.client, t, pfn, count, src);
+
+	if (err == -ETIME)
+		STAT_ADD(P.c.stats, writes_hedged, 1);
+	return err;
+}
+
 /* One frame on t for a copy of a page whose first copy is on n0. */
 static int take(unsigned n0, unsigned t, uint32_t *pfn_out)
 {
@@ -146,8 +157,8 @@ static void write_run(unsigned n0, struct wbuf *wb, uint32_t k, uint32_t slot, u
 			nops[n0]++;
 			return;
 		}
-	} else { /* past OPS: now, but not waited on beyond a hedge (the copy is made again later) */
-		err = client_write_hedged(P.c.client, loc_node(a), loc_pfn(a), count, src);
+	} else { /* past OPS: now */
+		err = copy_write(loc_node(a), loc_pfn(a), count, src);
 	}
 	if (err)
 		run_failed(wb, k, slot, count);
@@ -278,8 +289,8 @@ void replica_move(uint64_t from, uint64_t to)
 }
 
 /* A failover's read: plain (round < 0) or hedged in that round
- * (client_read_hedged; the last copy left in round 0: client_read_last, not
- * steered around a slow memnode, as there is no faster one to go to); one
+ * (client_read_hedged; with last, in round 0, client_read_last: not steered
+ * around a slow memnode, there being no faster copy left to go to); one
  * late or steered away sets *late. */
 static int copy_read(unsigned node, uint32_t pfn, uint32_t count, char *dst, int round, bool last, bool *late)
 {
@@ -292,26 +303,49 @@ static int copy_read(unsigned node, uint32_t pfn, uint32_t count, char *dst, int
 	return err;
 }
 
-/* Page i has a valid extra copy k or later. */
-static bool copy_from(uint64_t i, unsigned k)
+/* Page i into dst from one of the n copies at l, checked. In round 0 a
+ * copy refused at once (its memnode suspect or slow: steered to a faster
+ * one) is read after all as a last one (client_read_last) once no other
+ * served: a slow copy is read, not the next round waited out on a stopped
+ * memnode (D85); a suspect one refuses again at once. */
+static bool read_from(uint64_t i, const uint64_t *l, unsigned n, char *dst, int round, bool *late)
 {
-	for (; k < extra; k++)
-		if (__atomic_load_n(&copies(i)[k], __ATOMIC_RELAXED) & LOC_VALID)
+	unsigned steered = 0;
+
+	for (unsigned k = 0; k < n; k++) {
+		int err = copy_read(loc_node(l[k]), loc_pfn(l[k]), 1, dst, round, false, late);
+
+		if (!err && pagesum_eq(pagesum_of(dst), sum_at(i)))
+			return true;
+		steered |= (unsigned)(err == -EAGAIN) << k;
+	}
+	for (unsigned k = 0; k < n; k++)
+		if ((steered >> k & 1) && !copy_read(loc_node(l[k]), loc_pfn(l[k]), 1, dst, round, true, late) &&
+		    pagesum_eq(pagesum_of(dst), sum_at(i)))
 			return true;
 	return false;
+}
+
+/* Page i's valid extra copies into l (at most extra); how many. */
+static unsigned extras_of(uint64_t i, uint64_t *l)
+{
+	unsigned n = 0;
+
+	for (unsigned k = 0; k < extra; k++) {
+		uint64_t a = __atomic_load_n(&copies(i)[k], __ATOMIC_RELAXED);
+
+		if (a & LOC_VALID)
+			l[n++] = a;
+	}
+	return n;
 }
 
 /* Page i from one of its extra copies into dst, checked; false if none. */
 static bool read_copy(uint64_t i, char *dst, int round, bool *late)
 {
-	for (unsigned k = 0; k < extra; k++) {
-		uint64_t a = __atomic_load_n(&copies(i)[k], __ATOMIC_RELAXED);
+	uint64_t l[EXTRA_MAX];
 
-		if ((a & LOC_VALID) && !copy_read(loc_node(a), loc_pfn(a), 1, dst, round, !copy_from(i, k + 1), late) &&
-		    pagesum_eq(pagesum_of(dst), sum_at(i)))
-			return true;
-	}
-	return false;
+	return read_from(i, l, extras_of(i, l), dst, round, late);
 }
 
 /* Page i from a copy not on node bad: its first copy, if the membership
@@ -320,12 +354,13 @@ static bool read_copy(uint64_t i, char *dst, int round, bool *late)
 static bool read_other(unsigned bad, uint64_t i, char *dst, int round, bool *late)
 {
 	pte_t e = pte_at(i);
+	uint64_t l[EXTRA_MAX + 1];
+	unsigned n = 0;
 
-	if ((pte_state(e) == PTE_REMOTE || pte_state(e) == PTE_CLEAN) && pte_node(e) != bad &&
-	    !copy_read(pte_node(e), pte_pfn(e), 1, dst, round, !copy_from(i, 0), late) &&
-	    pagesum_eq(pagesum_of(dst), sum_at(i)))
-		return true;
-	return read_copy(i, dst, round, late);
+	if ((pte_state(e) == PTE_REMOTE || pte_state(e) == PTE_CLEAN) && pte_node(e) != bad)
+		l[n++] = loc(pte_node(e), pte_pfn(e));
+	n += extras_of(i, l + n);
+	return read_from(i, l, n, dst, round, late);
 }
 
 /* The copy of page i not on bad that a batch reads: its first copy, else
@@ -513,7 +548,7 @@ static bool repair_page(uint64_t i, uint64_t unusable, unsigned *made)
 		return true;
 	if (!new_frame(i, unusable, &t, &pfn))
 		return false; /* read nothing: no memnode can take it now */
-	if (!read_any(pte_node(e), pte_pfn(e), i, 0) || client_write_hedged(P.c.client, t, pfn, 1, repair_buf)) {
+	if (!read_any(pte_node(e), pte_pfn(e), i, 0) || copy_write(t, pfn, 1, repair_buf)) {
 		pager_release_frame(t, pfn);
 		return false; /* a memnode is failing or late: a later pass tries again */
 	}
@@ -538,7 +573,7 @@ static bool move_copy(uint64_t i, unsigned d, uint64_t l, uint64_t *to)
 
 	if (!new_frame(i, 1ull << d, &t, &pfn))
 		return false;
-	if (!read_any(loc_node(l), loc_pfn(l), i, -1) || client_write_hedged(P.c.client, t, pfn, 1, repair_buf)) {
+	if (!read_any(loc_node(l), loc_pfn(l), i, -1) || copy_write(t, pfn, 1, repair_buf)) {
 		pager_release_frame(t, pfn);
 		return false;
 	}

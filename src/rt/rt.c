@@ -214,6 +214,10 @@ static pthread_mutex_t takeover = PTHREAD_MUTEX_INITIALIZER;
  * which never goes. */
 static pid_t forker;
 
+/* Fault handlers this process started (0: none, or a forked child before
+ * its take-over); a fork first waits until they serve (fork_prepare). */
+static int handlers_up;
+
 static void *own_main(void *arg)
 {
 	const char *why;
@@ -240,9 +244,15 @@ static void *own_main(void *arg)
 	return NULL;
 }
 
+/* Runs before the C library takes its malloc arenas for the fork: the fork
+ * waits for a handler to read its UFFD_EVENT_FORK, and a handler started
+ * just before (a forked child's main that waited for its take-over forks
+ * at once) must be past its thread's first heap call by then. */
 static void fork_prepare(void)
 {
 	pthread_mutex_lock(&takeover);
+	if (handlers_up)
+		pager_wait_handlers(handlers_up);
 	forker = getpid();
 	fork_phase(FORK_PREPARE);
 }
@@ -258,6 +268,7 @@ static void fork_child(void)
 	fork_phase(FORK_CHILD);
 	pthread_mutex_init(&takeover, NULL); /* held by the forking thread, which is this one */
 	rt_mode = RT_DETACHED;
+	handlers_up = 0; /* the parent's; none here until a take-over */
 	watchdog_forget_threads(); /* the parent's; they are not here */
 	listener_reset(); /* the parent's handlers are not here; this thread is the child's main */
 	listener_note_main();
@@ -414,10 +425,8 @@ enum fault_handlers { FAULT_HANDLERS_PER_CPU, FAULT_HANDLERS_ONE }; /* option fa
 
 /* fault-handlers per-cpu: one pinned handler per CPU the program may run
  * on (a thread that faults wakes the one on its own CPU); one: a single
- * unpinned handler that busy-polls handler-spin after each fault. Returns
- * once they all serve: the program may fork right after (its main, or a
- * forked child's main that waited for this take-over), and a fork needs a
- * handler to read its event (pager_wait_handlers). */
+ * unpinned handler that busy-polls handler-spin after each fault. A fork
+ * waits until they serve (fork_prepare), not the start of every process. */
 static void start_handlers(void)
 {
 	cpu_set_t set;
@@ -434,7 +443,7 @@ static void start_handlers(void)
 		start_thread(handler_main, (void *)(intptr_t)-1, "comex-fault");
 		n++;
 	}
-	pager_wait_handlers(n);
+	handlers_up = n;
 }
 
 static void note_nodes(struct comex_client *cl)

@@ -317,7 +317,11 @@ static int fetch(struct blockmap *m, uint64_t e, uint32_t n, uint8_t *dst, int r
 /* count blocks (st's entries from i on) into dst from copy k, each run
  * that fails or is late (hedged in round, with more than one copy) from
  * the next copy; -ETIME when every copy of a run was late (the caller
- * tries a next round), and a copy is waited for when none other has it. */
+ * tries a next round), and a copy is waited for when none other has it.
+ * In round 0 a copy refused at once (suspect or slow) is read after all as
+ * a last one (ROUND_LAST) when the later ones were late or refused too: a
+ * slow copy is read rather than a next round waited out on a stopped
+ * memnode (D85). */
 static int read_copy(struct blockmap *m, stage_t st, unsigned k, uint32_t i, uint32_t count, uint8_t *dst,
 		     unsigned round)
 {
@@ -345,6 +349,8 @@ static int read_copy(struct blockmap *m, stage_t st, unsigned k, uint32_t i, uin
 		if (err && k + 1 < m->copies) {
 			int other = read_copy(m, st, k + 1, i + done, n, at, round);
 
+			if (other == -ETIME && err == -EAGAIN && !round && !fetch(m, e, n, at, ROUND_LAST))
+				other = 0;
 			err = other && late && other != -ETIME ? fetch(m, e, n, at, -1) : other;
 		} else if (late) {
 			err = -ETIME;
@@ -394,13 +400,14 @@ static unsigned usable_copies(struct blockmap *m, uint64_t b, uint64_t out, uint
 }
 
 /* New copies of the block in m->repair_buf after its n usable ones in e,
- * each on a memnode none of its copies is on; how many it made. */
-static unsigned add_copies(struct blockmap *m, uint64_t *e, unsigned n)
+ * each on a memnode none of its copies is on and not in unusable (suspect:
+ * a repair can wait); how many it made. */
+static unsigned add_copies(struct blockmap *m, uint64_t *e, unsigned n, uint64_t unusable)
 {
 	unsigned k = n;
 
 	for (; k < m->copies; k++) {
-		uint64_t avoid = 0;
+		uint64_t avoid = unusable;
 		uint32_t pfn, got;
 		unsigned node;
 
@@ -457,7 +464,7 @@ static bool has_room(struct blockmap *m, const uint64_t *e, unsigned n)
 
 /* Block b repaired as far as it can be; the copies made, or -1 when it
  * needed nothing. */
-static int repair_block(struct blockmap *m, uint64_t b, uint64_t out)
+static int repair_block(struct blockmap *m, uint64_t b, uint64_t out, uint64_t suspect)
 {
 	uint64_t e[BLOCKMAP_MAX_COPIES];
 	unsigned n, made = 0;
@@ -469,7 +476,7 @@ static int repair_block(struct blockmap *m, uint64_t b, uint64_t out)
 	if (!n)
 		return -1;
 	if (has_room(m, e, n) && !fetch(m, e[0], 1, m->repair_buf, ROUND_LAST)) /* never waits on a late memnode */
-		made = add_copies(m, e, n); /* else its unusable copies are only dropped */
+		made = add_copies(m, e, n, suspect); /* else its unusable copies are only dropped */
 	if (m->repair_delay_ns)
 		sleep_s((double)m->repair_delay_ns / 1e9); /* widens the window a write or discard of b may come in */
 	pthread_mutex_lock(&m->lock);
@@ -489,7 +496,7 @@ int blockmap_repair(struct blockmap *m, uint64_t *made_out, uint64_t *short_out)
 	}
 	client_poll(m->c, &h);
 	for (uint64_t b = 0; b < m->nblocks; b++) {
-		int r = repair_block(m, b, h.out);
+		int r = repair_block(m, b, h.out, h.suspect);
 
 		made += r > 0 ? (uint64_t)r : 0;
 	}
