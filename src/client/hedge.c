@@ -157,21 +157,30 @@ bool hedge_shunned(const struct node *n)
 	return hedge_avoided(n) && hedge_mute(n);
 }
 
-bool hedge_slow(struct node *n)
+/* The mean answer time per XFER_UNIT of n's healthy peers that are not slow
+ * themselves, of reads or (writes) of writes; 0 when none has one. */
+static double peers_us(const struct node *n, bool writes)
 {
-	double sum = 0, peers;
+	double sum = 0;
 	unsigned k = 0;
-	bool slow;
 
 	for (unsigned i = 0; i < n->c->nnodes; i++) {
 		const struct node *p = &n->c->node[i];
+		double us = writes ? p->write_us : p->read_us;
 
-		if (p != n && healthy(p) && !p->slow && p->read_us > 0) {
-			sum += p->read_us;
+		if (p != n && healthy(p) && !(writes ? p->write_slow : p->slow) && us > 0) {
+			sum += us;
 			k++;
 		}
 	}
-	peers = k ? sum / k : 0;
+	return k ? sum / k : 0;
+}
+
+bool hedge_slow(struct node *n)
+{
+	double peers = peers_us(n, false);
+	bool slow;
+
 	slow = n->c->hedge_floor_ns && peers > 0 &&
 	       (n->slow ? n->read_us > SLOW_BACK * peers
 			: n->read_us > SLOW_FACTOR * peers && n->read_us - peers > SLOW_GAP_US);
@@ -219,19 +228,9 @@ void hedge_suspect(struct node *n, const char *what, uint64_t bytes)
 /* n's write times against its healthy peers' that are not write-slow. */
 static void judge_writes(struct node *n)
 {
-	double sum = 0, peers;
-	unsigned k = 0;
+	double peers = peers_us(n, true);
 	bool slow;
 
-	for (unsigned i = 0; i < n->c->nnodes; i++) {
-		const struct node *p = &n->c->node[i];
-
-		if (p != n && healthy(p) && !p->write_slow && p->write_us > 0) {
-			sum += p->write_us;
-			k++;
-		}
-	}
-	peers = k ? sum / k : 0;
 	slow = n->c->hedge_floor_ns && peers > 0 &&
 	       n->write_us > (n->write_slow ? WRITE_BACK : WRITE_SLOW_FACTOR) * peers;
 	if (slow != n->write_slow)
