@@ -54,6 +54,11 @@
  * no longer write-slow under WRITE_BACK x. Reads are not steered for it. */
 #define WRITE_SLOW_FACTOR 4.0
 #define WRITE_BACK 2.0
+/* and WRITE_SLOW_GAP_US more per XFER_UNIT: 64 KiB cost a 1 Gbit/s link
+ * 524 us, while alike memnodes on one host differ by up to 330 us in a
+ * burst (one that sleeps between requests, one behind a queue of writes:
+ * e2e_run_placement moved its pages off them) */
+#define WRITE_SLOW_GAP_US 400.0
 /* A suspect is taken back after PROBES_OK timely probe answers in a row
  * (one per 50 ms membership tick: 150 ms), doubled for each time it became
  * suspect again within FLAP_WINDOW_NS of being taken back, up to 2^FLAPS_MAX
@@ -232,7 +237,8 @@ static void judge_writes(struct node *n)
 	bool slow;
 
 	slow = n->c->hedge_floor_ns && peers > 0 &&
-	       n->write_us > (n->write_slow ? WRITE_BACK : WRITE_SLOW_FACTOR) * peers;
+	       (n->write_slow ? n->write_us > WRITE_BACK * peers
+			      : n->write_us > WRITE_SLOW_FACTOR * peers && n->write_us - peers > WRITE_SLOW_GAP_US);
 	if (slow != n->write_slow)
 		log_info("memnode %s takes writes in %.0f us per 64 KiB, its peers in %.0f us: %s", n->addr, n->write_us,
 			 peers, slow ? "slow; new pages go to its peers while they have room" : "no longer slow to write");
