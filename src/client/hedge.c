@@ -181,14 +181,19 @@ static double peers_us(const struct node *n, bool writes)
 	return k ? sum / k : 0;
 }
 
+/* Whether a memnode answering in us (per XFER_UNIT) against its peers'
+ * mean is slow now, slow before (was): it becomes slow above factor x and
+ * gap more, and stays so until under back x (hysteresis). */
+static bool slower(const struct node *n, double us, double peers, bool was, double factor, double gap, double back)
+{
+	return n->c->hedge_floor_ns && peers > 0 && (was ? us > back * peers : us > factor * peers && us - peers > gap);
+}
+
 bool hedge_slow(struct node *n)
 {
 	double peers = peers_us(n, false);
-	bool slow;
+	bool slow = slower(n, n->read_us, peers, n->slow, SLOW_FACTOR, SLOW_GAP_US, SLOW_BACK);
 
-	slow = n->c->hedge_floor_ns && peers > 0 &&
-	       (n->slow ? n->read_us > SLOW_BACK * peers
-			: n->read_us > SLOW_FACTOR * peers && n->read_us - peers > SLOW_GAP_US);
 	if (slow != n->slow)
 		log_info("memnode %s answers reads in %.0f us, its peers in %.0f us: %s", n->addr, n->read_us, peers,
 			 slow ? "slow; pages with a copy elsewhere are read there" : "no longer slow");
@@ -234,11 +239,8 @@ void hedge_suspect(struct node *n, const char *what, uint64_t bytes)
 static void judge_writes(struct node *n)
 {
 	double peers = peers_us(n, true);
-	bool slow;
+	bool slow = slower(n, n->write_us, peers, n->write_slow, WRITE_SLOW_FACTOR, WRITE_SLOW_GAP_US, WRITE_BACK);
 
-	slow = n->c->hedge_floor_ns && peers > 0 &&
-	       (n->write_slow ? n->write_us > WRITE_BACK * peers
-			      : n->write_us > WRITE_SLOW_FACTOR * peers && n->write_us - peers > WRITE_SLOW_GAP_US);
 	if (slow != n->write_slow)
 		log_info("memnode %s takes writes in %.0f us per 64 KiB, its peers in %.0f us: %s", n->addr, n->write_us,
 			 peers, slow ? "slow; new pages go to its peers while they have room" : "no longer slow to write");
