@@ -38,8 +38,9 @@
  * still takes writes (and its copies), D79. */
 #define SLOW_FACTOR 2.0
 #define SLOW_GAP_US 10.0
-/* Only reads are compared (a memnode that took more write-behind queues
- * its answers behind it, and is not slower for that), with hysteresis: it
+/* Only reads are compared for this (a memnode that took more write-behind
+ * queues its answers behind it, and is not slower for that; writes have
+ * their own, laxer rule below, for placement only), with hysteresis: it
  * is no longer slow under SLOW_BACK x its peers', whatever the gap (the
  * gap alone made it flap every few reads). One read in SLOW_SAMPLE still
  * goes to a slow memnode, so its read times stay current. */
