@@ -45,6 +45,9 @@ CELLS = ("run", "run-nohedge", "run-stop", "run-stop-nohedge", "run-fastlink", "
          "swap", "swap-stop", "wait")
 STOP_SHARE = 0.25    # a memnode is stopped this share of the healthy run's time in
 FAST_GBIT = 10       # the healthy link of the slow-link cells; the slow one is 10x slower
+# the cells whose memnodes sit in network namespaces: each one's link, Gbit/s
+LINK_RATES = {"run-fastlink": [FAST_GBIT, FAST_GBIT], "run-slowlink": [FAST_GBIT, FAST_GBIT // 10],
+              "run-slowlink3": [FAST_GBIT, FAST_GBIT, FAST_GBIT // 10]}
 DOC = benchlib.ROOT / "docs" / "RELIABILITY.md"
 BEGIN, END = "<!-- gray:begin (bench/gray.py) -->", "<!-- gray:end -->"
 
@@ -179,9 +182,8 @@ def swap_cell(a, tmp, tag, nodes, ref, peak_kib, stop_at=None):
 def cell_runs(a, tmp, cell, ref, lm, peak_kib, healthy_s):
     token = tmp / "token"
     stop_at = max(0.5, STOP_SHARE * healthy_s) if healthy_s else 1.0
-    rates = {"run-fastlink": [FAST_GBIT, FAST_GBIT], "run-slowlink": [FAST_GBIT, FAST_GBIT // 10],
-             "run-slowlink3": [FAST_GBIT, FAST_GBIT, FAST_GBIT // 10]}.get(cell)
-    nodes = Nodes(a, tmp, token, count=1 if cell == "wait" else len(rates or "ab"), rates=rates)
+    rates = LINK_RATES.get(cell)
+    nodes = Nodes(a, tmp, token, count=1 if cell == "wait" else len(rates) if rates else 2, rates=rates)
     runs = []
     try:
         for i in range(a.runs):
@@ -310,7 +312,7 @@ def main(argv):
     bad = [c for c in cells if c not in CELLS]
     if bad:
         ap.error(f"--cells: unknown {bad} (known: {', '.join(CELLS)})")
-    if any(c in ("run-fastlink", "run-slowlink", "run-slowlink3") for c in cells) and sysenv.NetNs.precondition():
+    if any(c in LINK_RATES for c in cells) and sysenv.NetNs.precondition():
         ap.error(sysenv.NetNs.precondition())
     doc, times0 = benchlib.start_doc(SCHEMA, runs=a.runs, cells={})
     with tempfile.TemporaryDirectory(prefix="comex-gray-") as td:

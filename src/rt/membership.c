@@ -154,7 +154,7 @@ void *pager_membership(void *arg)
 			rejoin(d, h.out & (1ull << d), now);
 		}
 		watch_config();
-		replica_repair(h.out | h.evicting | h.suspect | client_avoided(P.c.client));
+		replica_repair(h.out | h.evicting | h.suspect); /* suspect: the shunned (client_avoided) too */
 		nanosleep(&tick, NULL);
 	}
 	return NULL;
