@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_gray: gray failures. Under replicas 2 a memnode that hangs (SIGSTOP) costs no page and no op-timeout wait, also while the other one answers late at times, or is slow: the program pages on from the other copies, the memnode shows suspect in comex top, status and the metrics, and is taken back once resumed; answers that come late, after a hedge, never land in a page; with a single copy the program waits, named in the log and comex top; a stopped memnode's polling core goes to the other.
+# e2e_run_gray: gray failures. Under replicas 2 a memnode that hangs (SIGSTOP) costs no page and no op-timeout wait, also while the other one answers late at times, or is slow: the program pages on from the other copies, the memnode shows suspect in comex top, status and the metrics, and is taken back once resumed; answers that come late, after a hedge, never land in a page; with a single copy the program waits, named in the log and comex top; a stopped memnode's polling core goes to the other; a memnode slow to write gets few new pages.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 . "$src/tests/progs/memnodes.sh"
 echo "e2e_run_gray: a memnode stopped (SIGSTOP) or answering late under replicas 2; a single copy waited for, visibly"
@@ -106,6 +106,32 @@ if want stopslow; then
       }
     fi
   }
+  stop_nodes
+fi
+
+# 1c. Three alike memnodes; c acknowledges every WRITE 3 ms late, as behind
+# a slow link (a 64 KiB write takes ~0.5 ms at 1 Gbit/s, ~60 us here). The
+# client judges it slow to write (D86: 4x its peers and 400 us more) and
+# p2c, which sees an eighth of its room, stops choosing it: it ends with
+# under half the pages of either peer, where p2c among alike memnodes gives
+# each about a third. Replicas 1, so every page is written once, where
+# placement put it.
+if want writeslow; then
+  mn_start a --pool 256M && mn_start b --pool 256M && mn_start c --pool 256M --test-late-writes 1 --test-late-by 3ms &&
+  compare writeslow "$lm" --memnode "127.0.0.1:$port_a,127.0.0.1:$port_b,127.0.0.1:$port_c" --token-file "$dir/token" \
+    --placement p2c --log-level 2 -- "$progs/prog_mt" 64 &&
+  if [[ " ${failed[*]} " != *" writeslow "* ]]; then
+    held=$(python3 -c 'import json,sys; print(*[m["frames_held"] for m in json.load(open(sys.argv[1]))["memnodes"]])' \
+      "$dir/writeslow.json")
+    read -r ha hb hc <<<"$held"
+    if ! grep -q "memnode 127.0.0.1:$port_c takes writes in .*: slow" "$dir/writeslow.err"; then
+      fail writeslow "memnode c was never found slow to write (frames held $held): $(grep -E 'writes in' "$dir/writeslow.err" | tail -n 2)"
+    elif [ $((ha + hb)) -lt 2048 ] || [ $((4 * hc)) -ge $((ha + hb)) ]; then
+      fail writeslow "frames held a b c: $held; c should hold under half of either peer's share"
+    else
+      echo "ok: writeslow: memnode c found slow to write; frames held a b c: $held, output identical"
+    fi
+  fi
   stop_nodes
 fi
 

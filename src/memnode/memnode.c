@@ -52,8 +52,9 @@ struct memnode {
 	struct elastic *elastic; /* option host-reserve: gives memory back to the host; NULL: off */
 	struct pollcore *pollcore; /* option idle-spin: the claim on a polling core; NULL: never polls */
 	uint64_t corrupt_every;  /* option test-corrupt-reads; 0: off */
-	uint64_t reads;          /* READs answered, for the test hooks */
+	uint64_t reads, writes;  /* READs answered, WRITEs landed, for the test hooks */
 	uint64_t late_every, late_ns; /* options test-late-reads, test-late-by; 0: off */
+	uint64_t late_writes;    /* option test-late-writes; 0: off */
 	uint64_t idle_since;      /* lingering: monotonic ns since no client is connected; 0: one is */
 	bool lingering;
 	uint8_t reply[PROTO_MAX_MSG];
@@ -148,11 +149,15 @@ struct landing {
 	uint8_t reply[];
 };
 
+static void stand_still(const struct memnode *m);
+
 static void write_landed(void *arg, int status)
 {
 	struct landing *l = arg;
 	struct mconn *c = find_conn(l->m, l->conn);
 
+	if (c && !status && l->m->late_writes && ++l->m->writes % l->m->late_writes == 0)
+		stand_still(l->m); /* test hook test-late-writes */
 	if (c && !status)
 		send_reply(l->m, c, l->reply, l->rlen, NULL, 0);
 	else if (c) {
@@ -198,14 +203,20 @@ static void send_corrupted(struct memnode *m, struct mconn *c, size_t rlen, cons
 	free(copy);
 }
 
-/* Test hook (test-late-reads): the whole memnode stands still, as in a
- * long pause, then answers. */
-static void send_late(struct memnode *m, struct mconn *c, size_t rlen, const struct serve_bulk *sb)
+/* Test hooks test-late-reads/-writes: the whole memnode stands still for
+ * test-late-by, as in a long pause or behind a slow link. */
+static void stand_still(const struct memnode *m)
 {
 	struct timespec ts = { (time_t)(m->late_ns / 1000000000), (long)(m->late_ns % 1000000000) };
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
+}
+
+/* Test hook (test-late-reads): stands still, then answers. */
+static void send_late(struct memnode *m, struct mconn *c, size_t rlen, const struct serve_bulk *sb)
+{
+	stand_still(m);
 	send_reply(m, c, m->reply, rlen, sb->addr, sb->len);
 }
 
@@ -459,24 +470,33 @@ static int load_auth(const struct options *o, struct auth_token *tok, bool *use_
 	return 0;
 }
 
-/* Option test-corrupt-reads (0: unset); only the validated data path sees
- * READs. */
-static int corrupt_hook(const struct options *o, bool rma, uint64_t *every_out)
+/* Options test-corrupt-reads, test-late-reads, test-late-writes (0: unset);
+ * only the validated data path sees READs and WRITEs. Sets m's hooks. */
+static int test_hooks(const struct options *o, bool rma, struct memnode *m)
 {
-	uint64_t n = opt_num(o, OPT_TEST_CORRUPT_READS), late = opt_num(o, OPT_TEST_LATE_READS);
+	static const struct { enum opt_id opt; const char *name, *what; } hooks[] = {
+		{ OPT_TEST_CORRUPT_READS, "test-corrupt-reads", "READ is answered with one byte changed" },
+		{ OPT_TEST_LATE_READS, "test-late-reads", "READ is answered after the memnode stood still" },
+		{ OPT_TEST_LATE_WRITES, "test-late-writes", "WRITE is acknowledged after the memnode stood still" },
+	};
 
-	if ((n || late) && rma) {
-		log_error("option test-%s-reads: %llu; the rma data path sends no READs to change, use data-path "
-			  "validated", n ? "corrupt" : "late", (unsigned long long)(n ? n : late));
-		return -EINVAL;
+	for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
+		uint64_t n = opt_num(o, hooks[i].opt);
+
+		if (n && rma) {
+			log_error("option %s: %llu; the rma data path sends no READs or WRITEs to change, use "
+				  "data-path validated", hooks[i].name, (unsigned long long)n);
+			return -EINVAL;
+		}
+		if (n)
+			log_warn("test hook %s: every %llu-th %s (test-late-by %llu us)", hooks[i].name,
+				 (unsigned long long)n, hooks[i].what,
+				 (unsigned long long)(opt_num(o, OPT_TEST_LATE_BY) / 1000));
 	}
-	if (n)
-		log_warn("test hook test-corrupt-reads: every %llu-th READ is answered with one byte changed",
-			 (unsigned long long)n);
-	if (late)
-		log_warn("test hook test-late-reads: every %llu-th READ is answered after %llu ms standing still",
-			 (unsigned long long)late, (unsigned long long)(opt_num(o, OPT_TEST_LATE_BY) / 1000000));
-	*every_out = n;
+	m->corrupt_every = opt_num(o, OPT_TEST_CORRUPT_READS);
+	m->late_every = opt_num(o, OPT_TEST_LATE_READS);
+	m->late_writes = opt_num(o, OPT_TEST_LATE_WRITES);
+	m->late_ns = opt_num(o, OPT_TEST_LATE_BY);
 	return 0;
 }
 
@@ -542,11 +562,9 @@ int memnode_main(const struct options *o)
 	}
 	err = load_auth(o, &tok, &use_token);
 	if (!err)
-		err = corrupt_hook(o, rma, &m.corrupt_every);
+		err = test_hooks(o, rma, &m);
 	if (err)
 		return err;
-	m.late_every = opt_num(o, OPT_TEST_LATE_READS);
-	m.late_ns = opt_num(o, OPT_TEST_LATE_BY);
 	if ((err = pool_fd(o, &pfd)))
 		return err; /* it stays open: the program opens it as /proc/PID/fd/N (D38) */
 	err = pool_create(bytes, max, opt_num(o, OPT_HUGEPAGES), opt_num(o, OPT_MLOCK), opt_num(o, OPT_HOST_RESERVE), pfd,
