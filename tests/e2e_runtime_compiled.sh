@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_runtime_compiled: Debian's rustc, and a Rust program it builds, at 25 % of their footprint under comex run give their native output; Go programs (static, cgo, cgo without section headers) are refused by name.
+# e2e_runtime_compiled: Debian's rustc, a Rust program it builds and a C++ program of every operator new/delete form, at 25 % of their footprint under comex run give their native output; Go programs (static, cgo, cgo without section headers) are refused by name.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_runtime_compiled: rustc -O (assembly to stdout) and a Rust program of boxed records at 25 % of the native peak RSS; three Go builds refused"
 # Debian's toolchains by path: a rustup or upstream Go earlier in PATH is not what deps.sh installs
@@ -17,6 +17,19 @@ if $rustc -O -o "$dir/objects" "$r/objects.rs"; then
   compare rust quarter budget -- "$dir/objects" 1500000
 else
   fail rust "rustc could not build $r/objects.rs"
+fi
+
+# C++ through every form of operator new/delete, which the runtime serves
+# itself (no C++ runtime is linked into it: src/rt/interpose_cxx.c), down to
+# std::bad_alloc thrown through its frames and the new_handler
+if want cxx; then
+  if ! cxx=$(command -v clang++ || command -v g++); then
+    echo "skip: cxx: no C++ compiler (scripts/deps.sh installs clang)"
+  elif $cxx -std=c++17 -O2 -o "$dir/newdelete" "$r/newdelete.cc"; then
+    compare cxx quarter budget -- "$dir/newdelete" 100000
+  else
+    fail cxx "$cxx could not build $r/newdelete.cc"
+  fi
 fi
 
 # Go: refused before it starts, with a message that names Go, never run unmanaged
