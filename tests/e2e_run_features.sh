@@ -157,7 +157,8 @@ fi
 if want poolfile; then
   native poolfile "$progs/prog_sparse" 1 128 64 || fail poolfile "native run failed"
   for direct in true false; do
-    if ! "$bin" run --local-mem 32M --log-level 2 --embedded-direct=$direct --stats-json "$dir/poolfile-$direct.json" -- \
+    # start-after 0: sh starts its runtime too, though it allocates little
+    if ! "$bin" run --local-mem 32M --start-after 0 --log-level 2 --embedded-direct=$direct --stats-json "$dir/poolfile-$direct.json" -- \
          sh -c 'exec "$0" 1 128 64' "$progs/prog_sparse" >"$dir/poolfile-$direct.comex" 2>"$dir/poolfile-$direct.err"; then
       fail poolfile "exit status $? under comex run --embedded-direct=$direct: $(tail -n 2 "$dir/poolfile-$direct.err")"
       continue
@@ -180,7 +181,7 @@ fi
 # whole core (D45). A sleeping process uses about 0.01 s in 2 s; a spinning
 # handler uses about 2 s. The bound is CPU used, not time taken.
 if want idle; then
-  "$bin" run --local-mem 32M -- sh -c 'sleep 2; cat /proc/$$/stat' </dev/null >"$dir/idle.out" 2>"$dir/idle.err" \
+  "$bin" run --local-mem 32M --start-after 0 -- sh -c 'sleep 2; cat /proc/$$/stat' </dev/null >"$dir/idle.out" 2>"$dir/idle.err" \
     || fail idle "exit status $? under comex run: $(tail -n 2 "$dir/idle.err")"
   ticks=$(awk '{print $14 + $15}' "$dir/idle.out") # utime + stime of every thread, in clock ticks
   hz=$(getconf CLK_TCK)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_startup: processes under comex run --memnode (TCP) that stay within their budget load neither UCX nor OpenSSL and open no connection of their own; nor does one with the embedded memnode; option encrypt loads OpenSSL and option shm the UCX plugin (docs/DECISIONS.md D80).
+# e2e_run_startup: processes under comex run --memnode (TCP) that stay within their budget load neither UCX nor OpenSSL and open no connection of their own; nor does one with the embedded memnode; option encrypt loads OpenSSL and option shm the UCX plugin (docs/DECISIONS.md D80); a short process starts no runtime thread and no userfaultfd (start-after, D87), a growing one starts them and pages.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_run_startup: libraries a managed process loads, and the connections 20 short processes open"
 memnode_start || finish
@@ -19,7 +19,7 @@ if maps tcp "${tcp[@]}"; then
   libs=$(loaded tcp 'lib\(comex-ucx\|ucp\|ucs\|uct\|crypto\)')
   [ -z "$libs" ] && echo "ok: tcp: neither UCX nor OpenSSL loaded" || fail tcp "loaded $libs"
 fi
-if maps encrypt "${tcp[@]}" --encrypt; then
+if maps encrypt "${tcp[@]}" --start-after 0 --encrypt; then
   [ -n "$(loaded encrypt libcrypto)" ] && [ -z "$(loaded encrypt 'lib\(comex-ucx\|ucp\)')" ] \
     && echo "ok: encrypt: $(loaded encrypt libcrypto)" || fail encrypt "libcrypto not loaded, or UCX loaded: $(loaded encrypt 'lib[a-z-]*\.so')"
 fi
@@ -27,10 +27,37 @@ if maps embedded "$bin" run; then
   libs=$(loaded embedded 'lib\(comex-ucx\|ucp\|ucs\|uct\|crypto\)')
   [ -z "$libs" ] && echo "ok: embedded: neither UCX nor OpenSSL loaded" || fail embedded "loaded $libs"
 fi
-if maps shm "$bin" run --shm true; then
+if maps shm "$bin" run --start-after 0 --shm true; then
   [ -n "$(loaded shm libcomex-ucx)" ] && [ -n "$(loaded shm libucp)" ] \
     && echo "ok: shm: $(loaded shm 'lib\(comex-ucx\|ucp\)')" || fail shm "the UCX plugin is not loaded"
 fi
+
+# The lazy start (option start-after, D87): a short process started no
+# runtime thread and opened no userfaultfd (with start-after 0 it does: the
+# check can fail); its --stats-json is still written, empty of paging; a
+# program that grows past start-after starts it and pages, output identical.
+# threads NAME COMEX-RUN-OPTIONS...: "threads N uffd M" of a shell under comex run
+threads() {
+  local name=$1; shift
+  "${tcp[@]}" "$@" -- sh -c 'printf "threads %s uffd %s\n" "$(ls /proc/$$/task | wc -l)" \
+    "$(ls -l /proc/$$/fd | grep -c userfaultfd)"' >"$dir/$name.out" 2>"$dir/$name.err" ||
+    fail "$name" "comex run failed: $(tail -n 2 "$dir/$name.err")"
+  cat "$dir/$name.out"
+}
+if want lazy; then
+  lazy=$(threads lazy --start-after 8M --stats-json "$dir/lazy.json") eager=$(threads eager --start-after 0)
+  ev=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pages_evicted"])' "$dir/lazy.json" 2>&1)
+  if [ "$lazy" != "threads 1 uffd 0" ] || [ "$eager" = "threads 1 uffd 0" ] || [ "$eager" = "" ]; then
+    fail lazy "a short shell: '$lazy' with start-after 8M (want threads 1 uffd 0), '$eager' with 0"
+  elif [ "$ev" != 0 ]; then
+    fail lazy "its --stats-json: pages_evicted '$ev' (want 0)"
+  else
+    echo "ok: lazy: a short shell: $lazy (with start-after 0: $eager); its stats-json written"
+  fi
+fi
+# a program that grows past it: the runtime starts on the thread that crossed it
+compare lazygrow 32M budget --memnode "127.0.0.1:$mn_port" --token-file "$dir/token" --start-after 512K -- \
+  "$progs/prog_mt" 96
 
 # 20 short processes and a shell: one connection, the launcher's check
 before=$(grep -c ': connected$' "$dir/memnode.err")

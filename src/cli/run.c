@@ -536,7 +536,8 @@ int stats_main(int pid)
 	int len;
 
 	if (stats_open(pid, &s)) {
-		log_error("process %d is not running under comex (no /dev/shm/comex-stats.%d)", pid, pid);
+		log_error("process %d is not running under comex, or its runtime has not started (under start-after) "
+			  "(no /dev/shm/comex-stats.%d)", pid, pid);
 		return 1;
 	}
 	len = stats_json(s, buf, sizeof(buf));
@@ -556,7 +557,8 @@ int home_main(int pid, bool release)
 	uint64_t want = release ? 0 : HOME_HELD_YES, got = 0;
 
 	if (stats_attach(pid, &s)) {
-		log_error("process %d is not running under comex (no /dev/shm/comex-stats.%d)", pid, pid);
+		log_error("process %d is not running under comex, or its runtime has not started (under start-after) "
+			  "(no /dev/shm/comex-stats.%d)", pid, pid);
 		return 1;
 	}
 	__atomic_store_n(&s->home_request, !release, __ATOMIC_RELEASE);

@@ -180,7 +180,8 @@ int top_main(const struct top_args *a)
 	int err;
 
 	if ((err = snapshot(a->pid, &prev))) {
-		log_error("top: process %d is not running under comex (no /dev/shm/comex-stats.%d)", a->pid, a->pid);
+		log_error("top: process %d is not running under comex, or its runtime has not started (under "
+			  "start-after) (no /dev/shm/comex-stats.%d)", a->pid, a->pid);
 		return 1;
 	}
 	t_prev = now_s();

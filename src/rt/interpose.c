@@ -5,6 +5,7 @@
  * mmap/munmap/mremap/madvise inside the region go to the pager. Nothing here
  * may call stdio or log on the fast path. */
 #include <dlfcn.h>
+#include <gnu/lib-names.h>
 #include <elf.h>
 #include <link.h>
 #include <errno.h>
@@ -107,13 +108,32 @@ static inline int use_libc(void)
 /* use_libc(), or the caller is the dynamic linker (ret: its return address) */
 #define LIBC_FOR(ret) (use_libc() || from_ldso(ret))
 
+size_t malloc_usable_size(void *p);
+
+/* While the runtime waits to start (rt.c, option start-after), a program
+ * thread's allocations are counted (bytes; frees negative), which may start
+ * the runtime first (the allocation is then served from the region). The
+ * dynamic linker's are not the program's. */
+static inline bool counting(const void *ret)
+{
+	return __builtin_expect(__atomic_load_n(&rt_pending, __ATOMIC_RELAXED), 0) && !rt_internal && !from_ldso(ret);
+}
+
+static inline void count(int64_t bytes, const void *ret)
+{
+	if (counting(ret))
+		rt_grow(bytes);
+}
+
 EXPORT void *malloc(size_t n)
 {
+	count((int64_t)n, __builtin_return_address(0));
 	return LIBC_FOR(__builtin_return_address(0)) ? __libc_malloc(n) : mi_malloc(n);
 }
 
 EXPORT void *calloc(size_t k, size_t n)
 {
+	count((int64_t)(k * n), __builtin_return_address(0));
 	return LIBC_FOR(__builtin_return_address(0)) ? __libc_calloc(k, n) : mi_calloc(k, n);
 }
 
@@ -123,15 +143,24 @@ EXPORT void free(void *p)
 		return;
 	if (rt_in_heap(p))
 		mi_free(p);
-	else
+	else {
+		if (counting(__builtin_return_address(0)))
+			rt_grow(-(int64_t)malloc_usable_size(p));
 		__libc_free(p);
+	}
 }
 
 EXPORT void *realloc(void *p, size_t n)
 {
-	if (!p)
+	if (!p) {
+		count((int64_t)n, __builtin_return_address(0));
 		return LIBC_FOR(__builtin_return_address(0)) ? __libc_malloc(n) : mi_malloc(n);
-	return rt_in_heap(p) ? mi_realloc(p, n) : __libc_realloc(p, n);
+	}
+	if (rt_in_heap(p))
+		return mi_realloc(p, n);
+	if (counting(__builtin_return_address(0)))
+		rt_grow((int64_t)n - (int64_t)malloc_usable_size(p));
+	return __libc_realloc(p, n);
 }
 
 EXPORT void *reallocarray(void *p, size_t k, size_t n)
@@ -161,10 +190,23 @@ static void *mi_aligned(size_t a, size_t n)
 	return p;
 }
 
-EXPORT void *memalign(size_t a, size_t n) { return use_libc() ? __libc_memalign(a, n) : mi_aligned(a, n); }
+EXPORT void *memalign(size_t a, size_t n)
+{
+	count((int64_t)n, __builtin_return_address(0));
+	return use_libc() ? __libc_memalign(a, n) : mi_aligned(a, n);
+}
 EXPORT void *aligned_alloc(size_t a, size_t n) { return memalign(a, n); }
-EXPORT void *valloc(size_t n) { return use_libc() ? __libc_valloc(n) : mi_valloc(n); }
-EXPORT void *pvalloc(size_t n) { return use_libc() ? __libc_pvalloc(n) : mi_pvalloc(n); }
+EXPORT void *valloc(size_t n)
+{
+	count((int64_t)n, __builtin_return_address(0));
+	return use_libc() ? __libc_valloc(n) : mi_valloc(n);
+}
+
+EXPORT void *pvalloc(size_t n)
+{
+	count((int64_t)n, __builtin_return_address(0));
+	return use_libc() ? __libc_pvalloc(n) : mi_pvalloc(n);
+}
 
 EXPORT int posix_memalign(void **out, size_t a, size_t n)
 {
@@ -187,8 +229,13 @@ EXPORT size_t malloc_usable_size(void *p)
 		return 0;
 	if (rt_in_heap(p))
 		return mi_usable_size(p);
-	if (!next)
-		next = (size_t (*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+	/* the C library's, which allocated p: not the next one in the search
+	 * order, which may be another allocator's (redis links jemalloc's) */
+	if (!next) {
+		void *libc = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD);
+
+		next = libc ? (size_t (*)(void *))dlsym(libc, "malloc_usable_size") : NULL;
+	}
 	return next ? next(p) : 0;
 }
 
@@ -309,6 +356,8 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 	void *p;
 	int err;
 
+	if (anon_private && !fixed)
+		count((int64_t)len, __builtin_return_address(0));
 	if (managed() && len) {
 		if (anon_private && !fixed) {
 			bool hinted = addr && !overlaps_region(addr, len);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <mimalloc.h>
 #include <pthread.h>
 #include <sched.h>
@@ -57,6 +58,15 @@ static void __attribute__((noreturn)) fail(const char *why)
 	_exit(126);
 }
 
+/* Whether this is the process comex run started (or one the runtime was
+ * preloaded into by hand) */
+static bool is_root(void)
+{
+	const char *root = getenv("COMEX_ROOT_PID");
+
+	return !root || atoi(root) == getpid();
+}
+
 /* The runtime cannot start in this process. The program comex run started
  * (or one the runtime was preloaded into by hand) stops: it was asked to run
  * under comex. A program started in turn by a managed one (an exec'd child
@@ -68,7 +78,7 @@ static void start_failed(const char *why)
 {
 	const char *root = getenv("COMEX_ROOT_PID");
 
-	if (!root || atoi(root) == getpid())
+	if (is_root())
 		fail(why);
 	log_warn("%s; %s (pid %d) runs without comex: its memory is not managed", why, program_invocation_short_name,
 		 (int)getpid());
@@ -299,6 +309,8 @@ static int follow_reserve(uint64_t lim, uint64_t buffers, struct pager_config *p
 	return 0;
 }
 
+static uint64_t local_mem; /* bytes, as budget() found it */
+
 /* Budget for program pages: local-mem minus the runtime's buffers. With
  * local-mem auto in a memory cgroup, local-mem is the cgroup's limit, an
  * upper bound; the fault path follows the room left under it (reclaim.c). */
@@ -314,7 +326,7 @@ static int budget(unsigned nodes, struct pager_config *pc)
 	pc->follow = getenv(MEMCG_AUTO_ENV) && opt_num(&opts, OPT_CGROUP_FOLLOW) && !memcg_open(&lim);
 	if (pc->follow)
 		m = lim;
-	stats->local_mem_bytes = m;
+	local_mem = m;
 	if (pc->prefetch_policy != PREFETCH_READ_BUFFER)
 		pc->rbuf_pages = (uint32_t)prefetch; /* no read buffer: a landing area for one plan */
 
@@ -335,7 +347,9 @@ static int budget(unsigned nodes, struct pager_config *pc)
 	return pc->follow ? follow_reserve(lim, pc->rbuf_pages + wb, pc) : 0;
 }
 
-static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
+/* The pager's configuration for nodes memnodes (cl NULL, uffd -1 and no
+ * counters: a check of the options alone, for a start that waits). */
+static int configure(unsigned nodes, struct comex_client *cl, int uffd, struct pager_config *pc)
 {
 	uint64_t prefetch = opt_num(&opts, OPT_PREFETCH), replicas = opt_num(&opts, OPT_REPLICAS);
 	uint64_t batch = opt_num(&opts, OPT_EVICT_BATCH);
@@ -358,12 +372,12 @@ static int configure(struct comex_client *cl, int uffd, struct pager_config *pc)
 		log_error("options evict-batch (1-256), wbuf-pages and flush-run must be positive");
 		return -EINVAL;
 	}
-	if (replicas < 1 || replicas > 3 || replicas > client_nodes(cl)) {
+	if (replicas < 1 || replicas > 3 || replicas > nodes) {
 		log_error("option replicas: %llu copies of every page; it must be 1-3 and at most the number of memnodes (%u)",
-			  (unsigned long long)replicas, client_nodes(cl));
+			  (unsigned long long)replicas, nodes);
 		return -EINVAL;
 	}
-	return budget(client_nodes(cl), pc);
+	return budget(nodes, pc);
 }
 
 /* A runtime thread. It takes no signals (D18), whatever its creator's
@@ -510,7 +524,7 @@ static const char *start(bool take_over)
 		why = "the parent's registration of this child's memory did not go";
 		goto close_uffd;
 	}
-	if (stats_create(&stats)) {
+	if ((take_over || !stats) && stats_create(&stats)) { /* a waiting root's are made (rt_init) */
 		why = "out of memory for counters";
 		goto close_uffd;
 	}
@@ -524,17 +538,14 @@ static const char *start(bool take_over)
 	}
 	note_nodes(cl);
 	client_board(cl, &stats->board);
-	if (configure(cl, uffd, &pc)) {
+	if (configure(client_nodes(cl), cl, uffd, &pc)) {
 		why = "pager start-up failed";
 		goto disconnect;
 	}
+	stats->local_mem_bytes = local_mem;
 	pc.async = async;
 	if (take_over ? pager_reattach(&pc) : pager_init(&pc))
 		fail("pager start-up failed"); /* half made: the region may be registered */
-	if (!take_over) {
-		pthread_atfork(fork_prepare, fork_parent, fork_child);
-		listener_note_main(); /* the constructor runs on the program's main thread */
-	}
 	start_handlers();
 	if (opt_num(&opts, OPT_RECLAIMER))
 		start_thread(reclaimer_main, NULL, "comex-reclaim");
@@ -557,9 +568,133 @@ close_uffd:
 	return why;
 }
 
-__attribute__((constructor(101))) static void rt_init(void)
+/* Runs start(false) with every signal blocked (the runtime's threads inherit
+ * the mask: D18); the mmap family is managed once it returns NULL. */
+static const char *start_managed(void)
 {
 	sigset_t all, saved;
+	const char *why;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &saved);
+	why = start(false);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	if (!why) {
+		__atomic_store_n(&rt_mode, RT_MANAGED, __ATOMIC_RELEASE); /* mmap family managed from now on */
+		interpose_sig_install();
+	}
+	return why;
+}
+
+/* ---- lazy start (option start-after, docs/DECISIONS.md D87) ----
+ * A process that the runtime waits to start in runs as one it could not
+ * start in (RT_OFF): the C library's heap, the kernel's mappings, no
+ * userfaultfd, no thread, no connection. Program threads' allocations are
+ * counted (rt_grow: malloc family, anonymous mmap); the one that would take
+ * the count past start-after starts the runtime first, and is then served
+ * from the region. What was taken before stays unmanaged for good: at most
+ * start-after, which is at most 1/LAZY_SHARE of the budget (else the start
+ * is at exec). */
+#define LAZY_SHARE 64
+int rt_pending;               /* 1: waiting to start; relaxed reads */
+static int64_t pending_bytes; /* held by the program as counted; relaxed atomic */
+static int64_t start_after;   /* option start-after, bytes */
+/* Held while the runtime starts lazily, and by a fork meanwhile (its child
+ * would hold a half-started runtime). */
+static pthread_mutex_t arming = PTHREAD_MUTEX_INITIALIZER;
+static bool fork_managed; /* the fork under way is of a process the runtime started in (set under arming) */
+
+/* The process's fork handlers, registered before the runtime starts (at
+ * exec or lazily): a late pthread_atfork could wait for the C library's
+ * fork lock, which a fork holds while its prepare handler waits for
+ * arming. They are the runtime's (fork_prepare...) once it runs. */
+static void on_fork_prepare(void)
+{
+	pthread_mutex_lock(&arming);
+	fork_managed = __atomic_load_n(&rt_mode, __ATOMIC_ACQUIRE) != RT_OFF; /* a forked child's too (DETACHED) */
+	if (fork_managed)
+		fork_prepare();
+}
+
+static void on_fork_parent(void)
+{
+	if (fork_managed)
+		fork_parent();
+	pthread_mutex_unlock(&arming);
+}
+
+static void on_fork_child(void)
+{
+	pthread_mutex_init(&arming, NULL);
+	if (fork_managed)
+		fork_child();
+	else {
+		listener_note_main(); /* this thread is the child's main */
+		stats = NULL;         /* a waiting root's: the child makes its own when it starts */
+	}
+}
+
+/* Starts the runtime on the program thread that crossed start-after. A
+ * thread that crosses it while another starts it waits only when its own
+ * request is that big (it should land in the region); a small one goes on
+ * unmanaged meanwhile. A failure leaves the process unmanaged: the program
+ * is already running, and stopping it would lose its work (D41). */
+static void arm(bool wait)
+{
+	const char *why;
+
+	if (wait ? pthread_mutex_lock(&arming) : pthread_mutex_trylock(&arming))
+		return;
+	if (__atomic_load_n(&rt_pending, __ATOMIC_ACQUIRE)) {
+		rt_internal++;
+		if ((why = start_managed())) {
+			log_warn("%s; %s (pid %d) goes on without comex: its memory is not managed", why,
+				 program_invocation_short_name, (int)getpid());
+			stats_note_unmanaged((int)getppid());
+		}
+		__atomic_store_n(&rt_pending, 0, __ATOMIC_RELEASE);
+		rt_internal--;
+	}
+	pthread_mutex_unlock(&arming);
+}
+
+void rt_grow(int64_t bytes)
+{
+	int64_t held = __atomic_add_fetch(&pending_bytes, bytes, __ATOMIC_RELAXED);
+
+	if (bytes > 0 && held >= start_after)
+		arm(bytes >= start_after);
+}
+
+/* Whether this process may wait to start: start-after set, a budget of at
+ * least LAZY_SHARE times start-after, descriptors enough, and, in the root,
+ * options the start would take (checked here: a wrong one is said at exec,
+ * where the start fails; backup-dir's directory only by the start itself). */
+static bool may_wait(void)
+{
+	struct pager_config pc;
+	unsigned nodes = 0;
+	char addr[256];
+	uint64_t m;
+	int level = log_threshold;
+	bool ok;
+
+	start_after = (int64_t)opt_num(&opts, OPT_START_AFTER);
+	while (!opt_list_item(&opts, OPT_MEMNODE, nodes, addr, sizeof(addr)))
+		nodes++;
+	if (start_after <= 0 || options_parse_size(opt_str(&opts, OPT_LOCAL_MEM), &m) ||
+	    m / LAZY_SHARE < (uint64_t)start_after || nofile_short() || *opt_str(&opts, OPT_BACKUP_DIR))
+		return false;
+	if (!is_root())
+		return true; /* the root checked them: started in turn, a late failure leaves it unmanaged (D41) */
+	log_threshold = -1; /* a wrong option is logged once, by the start at exec */
+	ok = !configure(nodes, NULL, -1, &pc);
+	log_threshold = level;
+	return ok;
+}
+
+__attribute__((constructor(101))) static void rt_init(void)
+{
 	const char *why;
 
 	rt_early();
@@ -568,19 +703,20 @@ __attribute__((constructor(101))) static void rt_init(void)
 	if (!rt_heap_lo)
 		return;
 	rt_internal++;
-	/* Threads inherit the creator's mask: the runtime's threads (fault
-	 * handler, watchdog, UCX's async thread made in client_connect) block
-	 * every signal, so a process-directed signal is always delivered to a
-	 * program thread and a program handler never runs on the fault path. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &saved);
-	why = start(false);
-	pthread_sigmask(SIG_SETMASK, &saved, NULL);
-	if (why)
-		start_failed(why);
-	else {
-		__atomic_store_n(&rt_mode, RT_MANAGED, __ATOMIC_RELEASE); /* mmap family managed from now on */
-		interpose_sig_install();
+	listener_note_main(); /* the constructor runs on the program's main thread */
+	if (may_wait()) {
+		void *probe = malloc(16); /* the C library's: rt_internal */
+
+		malloc_usable_size(probe); /* looks up the C library's, which free's count takes, now */
+		free(probe);
+		pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
+		if (*opt_str(&opts, OPT_STATS_JSON) && is_root() && stats_create(&stats))
+			stats = NULL; /* the launcher writes --stats-json from them even after _exit: made now */
+		__atomic_store_n(&rt_pending, 1, __ATOMIC_RELEASE);
+	} else {
+		pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
+		if ((why = start_managed()))
+			start_failed(why);
 	}
 	rt_internal--;
 }
@@ -618,6 +754,11 @@ __attribute__((destructor)) static void rt_fini(void)
 	const char *root = getenv("COMEX_ROOT_PID"), *path = opt_str(&opts, OPT_STATS_JSON);
 	uint64_t rss, shmem;
 
+	if (rt_pending && stats) { /* the root, never started: counters of nothing paged */
+		stats_write_json(stats, path);
+		stats_unlink(getpid());
+		return;
+	}
 	if (rt_mode != RT_MANAGED || !stats)
 		return; /* also in a forked child: its parent reports */
 	rt_internal++;

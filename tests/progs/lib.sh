@@ -9,6 +9,11 @@ progs=${COMEX_PROGS:-$build/progs}
 # A hang guard only (seconds): a run that takes longer than this is reported as
 # hung. It is far above any expected run time; nothing asserts on timing.
 hang_guard=${COMEX_TEST_HANG_GUARD:-400}
+# Every process waits to start its runtime until it has allocated this much
+# (option start-after, docs/DECISIONS.md D87), far below the default 8M, so
+# that the lazy start runs under every test with a local-mem of 16M or more
+# (below, the runtime starts at exec, as with start-after 0).
+export COMEX_START_AFTER=${COMEX_START_AFTER:-256K}
 
 # LD_PRELOAD of a sanitized runtime into arbitrary programs is not supported
 # (ASan must be the first library loaded and would check the programs too).
