@@ -25,10 +25,13 @@ fi
 if want cxx; then
   if ! cxx=$(command -v clang++ || command -v g++); then
     echo "skip: cxx: no C++ compiler (scripts/deps.sh installs clang)"
-  elif $cxx -std=c++17 -O2 -o "$dir/newdelete" "$r/newdelete.cc"; then
+  elif $cxx -std=c++17 -O2 -o "$dir/newdelete" "$r/newdelete.cc" &&
+       $cxx -std=c++17 -fsized-deallocation -O2 -o "$dir/newreplaced" "$r/newreplaced.cc"; then
     compare cxx quarter budget -- "$dir/newdelete" 100000
+    # a program's own operator new and delete receive every other form
+    compare cxx-replaced quarter budget -- "$dir/newreplaced" 300000
   else
-    fail cxx "$cxx could not build $r/newdelete.cc"
+    fail cxx "$cxx could not build $r/newdelete.cc or newreplaced.cc"
   fi
 fi
 

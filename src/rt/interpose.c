@@ -119,6 +119,18 @@ static inline bool counting(const void *ret)
 	return __builtin_expect(__atomic_load_n(&rt_pending, __ATOMIC_RELAXED), 0) && !rt_internal && !from_ldso(ret);
 }
 
+/* What the C library's malloc gives for n bytes (its usable size: a chunk
+ * of 16-byte granules with an 8-byte header, 32 at least; pages from its
+ * mmap threshold on), so that a free, which counts the usable size, cancels
+ * its allocation. */
+#define LIBC_MMAP_THRESHOLD (128u << 10)
+static inline int64_t libc_usable(size_t n)
+{
+	size_t chunk = n >= LIBC_MMAP_THRESHOLD ? (n + 16 + 4095) & ~(size_t)4095 : (n + 8 + 15) & ~(size_t)15;
+
+	return (int64_t)(chunk < 32 ? 32 : chunk) - (n >= LIBC_MMAP_THRESHOLD ? 16 : 8);
+}
+
 static inline void count(int64_t bytes, const void *ret)
 {
 	if (counting(ret))
@@ -127,13 +139,13 @@ static inline void count(int64_t bytes, const void *ret)
 
 EXPORT void *malloc(size_t n)
 {
-	count((int64_t)n, __builtin_return_address(0));
+	count(libc_usable(n), __builtin_return_address(0));
 	return LIBC_FOR(__builtin_return_address(0)) ? __libc_malloc(n) : mi_malloc(n);
 }
 
 EXPORT void *calloc(size_t k, size_t n)
 {
-	count((int64_t)(k * n), __builtin_return_address(0));
+	count(libc_usable(k * n), __builtin_return_address(0));
 	return LIBC_FOR(__builtin_return_address(0)) ? __libc_calloc(k, n) : mi_calloc(k, n);
 }
 
@@ -152,15 +164,27 @@ EXPORT void free(void *p)
 
 EXPORT void *realloc(void *p, size_t n)
 {
+	void *q;
+	size_t had;
+
 	if (!p) {
-		count((int64_t)n, __builtin_return_address(0));
+		count(libc_usable(n), __builtin_return_address(0));
 		return LIBC_FOR(__builtin_return_address(0)) ? __libc_malloc(n) : mi_malloc(n);
 	}
 	if (rt_in_heap(p))
 		return mi_realloc(p, n);
 	if (counting(__builtin_return_address(0)))
-		rt_grow((int64_t)n - (int64_t)malloc_usable_size(p));
-	return __libc_realloc(p, n);
+		rt_grow(libc_usable(n) - (int64_t)malloc_usable_size(p));
+	if (LIBC_FOR(__builtin_return_address(0)))
+		return __libc_realloc(p, n);
+	/* a block of the C library's (made before the runtime started) that the
+	 * program resizes moves into the region, where it can be evicted */
+	if (!(q = mi_malloc(n)))
+		return NULL;
+	had = malloc_usable_size(p);
+	memcpy(q, p, had < n ? had : n);
+	__libc_free(p);
+	return q;
 }
 
 EXPORT void *reallocarray(void *p, size_t k, size_t n)
@@ -268,6 +292,17 @@ static int overlaps_region(const void *addr, size_t len)
 	return rt_heap_lo && (const char *)addr < rt_region_hi && (const char *)addr + len > rt_heap_lo;
 }
 
+/* While the runtime waits to start, the region is one mapping the kernel
+ * knows nothing special about: a call on its addresses (MAP_FIXED, munmap,
+ * mprotect, madvise, mlock, mremap) or mlockall (which would populate all
+ * of it) starts the runtime first, which then serves the call. */
+#define START_NOW ((int64_t)1 << 50)
+static inline void before_region(const void *addr, size_t len, const void *ret)
+{
+	if (counting(ret) && (!addr || overlaps_region(addr, len)))
+		rt_grow(START_NOW);
+}
+
 /* Address hints. The kernel places a mapping at its hint when that range is
  * free; the pager places anonymous memory anywhere in the region. Most
  * programs take any address (V8's hints are random, the JVM's heap falls
@@ -358,6 +393,8 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 
 	if (anon_private && !fixed)
 		count((int64_t)len, __builtin_return_address(0));
+	else if (fixed)
+		before_region(addr, len, __builtin_return_address(0));
 	if (managed() && len) {
 		if (anon_private && !fixed) {
 			bool hinted = addr && !overlaps_region(addr, len);
@@ -390,6 +427,7 @@ EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t o
 
 EXPORT int munmap(void *addr, size_t len)
 {
+	before_region(addr, len, __builtin_return_address(0));
 	if (managed() && overlaps_region(addr, len)) {
 		int err = AS_RUNTIME(pager_munmap(addr, len));
 
@@ -410,6 +448,9 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 		newaddr = va_arg(ap, void *);
 		va_end(ap);
 	}
+	if (newlen > oldlen)
+		count((int64_t)(newlen - oldlen), __builtin_return_address(0));
+	before_region(old, oldlen, __builtin_return_address(0));
 	if (managed() && (overlaps_region(old, oldlen) ||
 			  ((flags & MREMAP_FIXED) && overlaps_region(newaddr, newlen)))) {
 		int err = AS_RUNTIME(pager_mremap(old, oldlen, newlen, flags, newaddr, &out));
@@ -421,6 +462,7 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 
 EXPORT int madvise(void *addr, size_t len, int advice)
 {
+	before_region(addr, len, __builtin_return_address(0));
 	if (managed() && overlaps_region(addr, len)) {
 		switch (advice) {
 		case MADV_DONTNEED:
@@ -446,6 +488,7 @@ EXPORT int madvise(void *addr, size_t len, int advice)
 /* Protections and locks: the pager records them (D43). */
 EXPORT int mprotect(void *addr, size_t len, int prot)
 {
+	before_region(addr, len, __builtin_return_address(0));
 	if (managed() && overlaps_region(addr, len)) {
 		int err = AS_RUNTIME(prot_mprotect(addr, len, prot));
 
@@ -456,6 +499,7 @@ EXPORT int mprotect(void *addr, size_t len, int prot)
 
 EXPORT int mlock2(const void *addr, size_t len, unsigned flags)
 {
+	before_region(addr, len, __builtin_return_address(0));
 	if (managed() && overlaps_region(addr, len)) {
 		int err = AS_RUNTIME(prot_mlock((void *)addr, len, flags));
 
@@ -468,6 +512,7 @@ EXPORT int mlock(const void *addr, size_t len) { return mlock2(addr, len, 0); }
 
 EXPORT int munlock(const void *addr, size_t len)
 {
+	before_region(addr, len, __builtin_return_address(0));
 	if (managed() && overlaps_region(addr, len)) {
 		int err = AS_RUNTIME(prot_munlock((void *)addr, len));
 
@@ -478,6 +523,7 @@ EXPORT int munlock(const void *addr, size_t len)
 
 EXPORT int mlockall(int flags)
 {
+	before_region(NULL, 0, __builtin_return_address(0));
 	int err = managed() ? AS_RUNTIME(prot_mlockall(flags)) : (os_mlockall(flags) ? -errno : 0);
 
 	return err ? fail_int(err) : 0;

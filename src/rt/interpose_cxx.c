@@ -49,7 +49,12 @@ static void *new_of(size_t n, size_t align, bool nothrow)
 	return p ? p : out_of_memory(n, align, nothrow);
 }
 
-/* new and new[] (std::size_t), nothrow, aligned (std::align_val_t) */
+/* new and new[] (std::size_t), nothrow, aligned (std::align_val_t). As in
+ * the C++ runtimes, new[] is new, and every delete form is the plain
+ * delete: a program that replaces operator new and delete (a pool) gets
+ * every form through its own. A nothrow new calls the program's operator
+ * new when it replaced it; C cannot catch what that throws, so then the
+ * next library's nothrow new (its C++ runtime's) does. */
 EXPORT void *_Znwm(size_t n);
 EXPORT void *_Znam(size_t n);
 EXPORT void *_ZnwmRKSt9nothrow_t(size_t n, const void *nt);
@@ -58,15 +63,45 @@ EXPORT void *_ZnwmSt11align_val_t(size_t n, size_t a);
 EXPORT void *_ZnamSt11align_val_t(size_t n, size_t a);
 EXPORT void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t a, const void *nt);
 EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t a, const void *nt);
+/* ours, whatever the program defines (hidden aliases: no interposition) */
+extern void *own_new(size_t n) __attribute__((alias("_Znwm"), visibility("hidden")));
+extern void *own_new_aligned(size_t n, size_t a) __attribute__((alias("_ZnwmSt11align_val_t"), visibility("hidden")));
 
 void *_Znwm(size_t n) { return new_of(n, 0, false); }
-void *_Znam(size_t n) { return new_of(n, 0, false); }
-void *_ZnwmRKSt9nothrow_t(size_t n, const void *nt) { (void)nt; return new_of(n, 0, true); }
-void *_ZnamRKSt9nothrow_t(size_t n, const void *nt) { (void)nt; return new_of(n, 0, true); }
+void *_Znam(size_t n) { return _Znwm(n); }
 void *_ZnwmSt11align_val_t(size_t n, size_t a) { return new_of(n, a, false); }
-void *_ZnamSt11align_val_t(size_t n, size_t a) { return new_of(n, a, false); }
-void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t a, const void *nt) { (void)nt; return new_of(n, a, true); }
-void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t a, const void *nt) { (void)nt; return new_of(n, a, true); }
+void *_ZnamSt11align_val_t(size_t n, size_t a) { return _ZnwmSt11align_val_t(n, a); }
+
+/* nothrow new of n bytes (align: 0, or the alignment) by the next
+ * library's, which catches what the program's operator new throws */
+static void *replaced_nothrow(const char *sym, size_t n, size_t align, const void *nt)
+{
+	void *next = dlsym(RTLD_NEXT, sym);
+
+	if (!next)
+		return NULL;
+	return align ? ((void *(*)(size_t, size_t, const void *))next)(n, align, nt)
+		     : ((void *(*)(size_t, const void *))next)(n, nt);
+}
+
+void *_ZnwmRKSt9nothrow_t(size_t n, const void *nt)
+{
+	return (void *)_Znwm == (void *)own_new ? new_of(n, 0, true) : replaced_nothrow("_ZnwmRKSt9nothrow_t", n, 0, nt);
+}
+
+void *_ZnamRKSt9nothrow_t(size_t n, const void *nt) { return _ZnwmRKSt9nothrow_t(n, nt); }
+
+void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t a, const void *nt)
+{
+	return (void *)_ZnwmSt11align_val_t == (void *)own_new_aligned
+		       ? new_of(n, a, true)
+		       : replaced_nothrow("_ZnwmSt11align_val_tRKSt9nothrow_t", n, a, nt);
+}
+
+void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t a, const void *nt)
+{
+	return _ZnwmSt11align_val_tRKSt9nothrow_t(n, a, nt);
+}
 
 /* delete and delete[]: plain, sized, aligned, sized and aligned, nothrow */
 EXPORT void _ZdlPv(void *p);
@@ -83,14 +118,14 @@ EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *n
 EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *nt);
 
 void _ZdlPv(void *p) { free(p); }
-void _ZdaPv(void *p) { free(p); }
-void _ZdlPvm(void *p, size_t n) { (void)n; free(p); }
-void _ZdaPvm(void *p, size_t n) { (void)n; free(p); }
+void _ZdaPv(void *p) { _ZdlPv(p); }
+void _ZdlPvm(void *p, size_t n) { (void)n; _ZdlPv(p); }
+void _ZdaPvm(void *p, size_t n) { (void)n; _ZdaPv(p); }
 void _ZdlPvSt11align_val_t(void *p, size_t a) { (void)a; free(p); }
-void _ZdaPvSt11align_val_t(void *p, size_t a) { (void)a; free(p); }
-void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a) { (void)n; (void)a; free(p); }
-void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a) { (void)n; (void)a; free(p); }
-void _ZdlPvRKSt9nothrow_t(void *p, const void *nt) { (void)nt; free(p); }
-void _ZdaPvRKSt9nothrow_t(void *p, const void *nt) { (void)nt; free(p); }
-void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *nt) { (void)a; (void)nt; free(p); }
-void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *nt) { (void)a; (void)nt; free(p); }
+void _ZdaPvSt11align_val_t(void *p, size_t a) { _ZdlPvSt11align_val_t(p, a); }
+void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a) { (void)n; _ZdlPvSt11align_val_t(p, a); }
+void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a) { (void)n; _ZdaPvSt11align_val_t(p, a); }
+void _ZdlPvRKSt9nothrow_t(void *p, const void *nt) { (void)nt; _ZdlPv(p); }
+void _ZdaPvRKSt9nothrow_t(void *p, const void *nt) { (void)nt; _ZdaPv(p); }
+void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *nt) { (void)nt; _ZdlPvSt11align_val_t(p, a); }
+void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *nt) { (void)nt; _ZdaPvSt11align_val_t(p, a); }

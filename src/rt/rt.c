@@ -635,15 +635,16 @@ static void on_fork_child(void)
 }
 
 /* Starts the runtime on the program thread that crossed start-after. A
- * thread that crosses it while another starts it waits only when its own
- * request is that big (it should land in the region); a small one goes on
- * unmanaged meanwhile. A failure leaves the process unmanaged: the program
- * is already running, and stopping it would lose its work (D41). */
-static void arm(bool wait)
+ * thread that crosses it while another starts it (or a fork holds arming)
+ * goes on unmanaged meanwhile and does not wait: it may hold a lock the
+ * start needs (the dynamic linker's, in a library's constructor). A failure
+ * leaves the process unmanaged: the program is already running, and
+ * stopping it would lose its work (D41). */
+static void arm(void)
 {
 	const char *why;
 
-	if (wait ? pthread_mutex_lock(&arming) : pthread_mutex_trylock(&arming))
+	if (pthread_mutex_trylock(&arming))
 		return;
 	if (__atomic_load_n(&rt_pending, __ATOMIC_ACQUIRE)) {
 		rt_internal++;
@@ -663,7 +664,9 @@ void rt_grow(int64_t bytes)
 	int64_t held = __atomic_add_fetch(&pending_bytes, bytes, __ATOMIC_RELAXED);
 
 	if (bytes > 0 && held >= start_after)
-		arm(bytes >= start_after);
+		arm();
+	else if (held < 0) /* frees of blocks made before the count began */
+		__atomic_compare_exchange_n(&pending_bytes, &held, 0, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
 /* Whether this process may wait to start: start-after set, a budget of at
@@ -755,8 +758,10 @@ __attribute__((destructor)) static void rt_fini(void)
 	uint64_t rss, shmem;
 
 	if (rt_pending && stats) { /* the root, never started: counters of nothing paged */
+		rt_internal++; /* what this allocates starts nothing */
 		stats_write_json(stats, path);
 		stats_unlink(getpid());
+		rt_internal--;
 		return;
 	}
 	if (rt_mode != RT_MANAGED || !stats)
