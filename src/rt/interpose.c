@@ -65,27 +65,52 @@ void *__libc_pvalloc(size_t);
  * allocations come from the C library's heap, whoever calls dlopen. */
 static uintptr_t ldso_lo, ldso_hi;
 
-static void find_ldso(void)
+/* The code of the shared object loaded at base: [*lo, *hi) */
+static void text_of(uintptr_t base, uintptr_t *lo, uintptr_t *hi)
 {
-	uintptr_t base = getauxval(AT_BASE), lo = UINTPTR_MAX, hi = 0;
 	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)base;
 
-	if (!base) { /* no interpreter: nothing to exclude */
-		ldso_lo = ldso_hi = 1;
-		return;
-	}
+	*lo = UINTPTR_MAX;
+	*hi = 0;
 	for (unsigned i = 0; i < eh->e_phnum; i++) {
 		const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(base + eh->e_phoff + (size_t)i * eh->e_phentsize);
 
 		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
 			continue;
-		if (base + ph->p_vaddr < lo)
-			lo = base + ph->p_vaddr;
-		if (base + ph->p_vaddr + ph->p_memsz > hi)
-			hi = base + ph->p_vaddr + ph->p_memsz;
+		if (base + ph->p_vaddr < *lo)
+			*lo = base + ph->p_vaddr;
+		if (base + ph->p_vaddr + ph->p_memsz > *hi)
+			*hi = base + ph->p_vaddr + ph->p_memsz;
 	}
+	if (*hi <= *lo)
+		*hi = *lo + 1;
+}
+
+static void find_ldso(void)
+{
+	uintptr_t base = getauxval(AT_BASE), lo, hi;
+
+	if (!base) { /* no interpreter: nothing to exclude */
+		ldso_lo = ldso_hi = 1;
+		return;
+	}
+	text_of(base, &lo, &hi);
 	ldso_lo = lo;
-	__atomic_store_n(&ldso_hi, hi > lo ? hi : lo + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&ldso_hi, hi, __ATOMIC_RELEASE);
+}
+
+/* The C library's code, [libc_lo, libc_hi), found when counting starts
+ * (rt.c calls malloc_usable_size then): a waiting runtime does not start
+ * from an allocation the C library makes, which may hold one of its own
+ * locks that the start takes again (NSS's, the exit handlers'). */
+static uintptr_t libc_lo = 1, libc_hi = 1;
+
+static void find_libc(void *in_libc)
+{
+	Dl_info di;
+
+	if (in_libc && dladdr(in_libc, &di) && di.dli_fbase)
+		text_of((uintptr_t)di.dli_fbase, &libc_lo, &libc_hi);
 }
 
 static inline bool from_ldso(const void *ret)
@@ -134,7 +159,7 @@ static inline int64_t libc_usable(size_t n)
 static inline void count(int64_t bytes, const void *ret)
 {
 	if (counting(ret))
-		rt_grow(bytes);
+		rt_grow(bytes, (uintptr_t)ret - libc_lo >= libc_hi - libc_lo);
 }
 
 EXPORT void *malloc(size_t n)
@@ -157,7 +182,7 @@ EXPORT void free(void *p)
 		mi_free(p);
 	else {
 		if (counting(__builtin_return_address(0)))
-			rt_grow(-(int64_t)malloc_usable_size(p));
+			rt_grow(-(int64_t)malloc_usable_size(p), false);
 		__libc_free(p);
 	}
 }
@@ -173,8 +198,7 @@ EXPORT void *realloc(void *p, size_t n)
 	}
 	if (rt_in_heap(p))
 		return mi_realloc(p, n);
-	if (counting(__builtin_return_address(0)))
-		rt_grow(libc_usable(n) - (int64_t)malloc_usable_size(p));
+	count(libc_usable(n) - (int64_t)malloc_usable_size(p), __builtin_return_address(0));
 	if (LIBC_FOR(__builtin_return_address(0)))
 		return __libc_realloc(p, n);
 	/* a block of the C library's (made before the runtime started) that the
@@ -259,6 +283,7 @@ EXPORT size_t malloc_usable_size(void *p)
 		void *libc = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD);
 
 		next = libc ? (size_t (*)(void *))dlsym(libc, "malloc_usable_size") : NULL;
+		find_libc((void *)next);
 	}
 	return next ? next(p) : 0;
 }
@@ -299,8 +324,8 @@ static int overlaps_region(const void *addr, size_t len)
 #define START_NOW ((int64_t)1 << 50)
 static inline void before_region(const void *addr, size_t len, const void *ret)
 {
-	if (counting(ret) && (!addr || overlaps_region(addr, len)))
-		rt_grow(START_NOW);
+	if (!addr || overlaps_region(addr, len))
+		count(START_NOW, ret);
 }
 
 /* Address hints. The kernel places a mapping at its hint when that range is

@@ -659,11 +659,11 @@ static void arm(void)
 	pthread_mutex_unlock(&arming);
 }
 
-void rt_grow(int64_t bytes)
+void rt_grow(int64_t bytes, bool may_start)
 {
 	int64_t held = __atomic_add_fetch(&pending_bytes, bytes, __ATOMIC_RELAXED);
 
-	if (bytes > 0 && held >= start_after)
+	if (bytes > 0 && held >= start_after && may_start)
 		arm();
 	else if (held < 0) /* frees of blocks made before the count began */
 		__atomic_compare_exchange_n(&pending_bytes, &held, 0, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);

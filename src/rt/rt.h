@@ -18,9 +18,10 @@ extern __thread int rt_internal __attribute__((tls_model("initial-exec")));
 extern int rt_mode;
 /* Nonzero while the runtime waits to start (option start-after); the
  * interposed allocation calls of program threads then count what they take
- * (bytes; a free negative) with rt_grow, which may start it first. */
+ * (bytes; a free negative) with rt_grow, which starts it first when the
+ * count passes start-after and may_start (not within the C library). */
 extern int rt_pending;
-void rt_grow(int64_t bytes);
+void rt_grow(int64_t bytes, bool may_start);
 extern char *rt_heap_lo, *rt_heap_hi, *rt_region_hi; /* heap arena, then the mmap area */
 
 /* The C locale, which libc keeps in static memory. Runtime code runs under it:
