@@ -189,23 +189,26 @@ EXPORT void free(void *p)
 
 EXPORT void *realloc(void *p, size_t n)
 {
+	const void *ret = __builtin_return_address(0);
+	bool libc = LIBC_FOR(ret);
+	size_t had = 0;
 	void *q;
-	size_t had;
 
 	if (!p) {
-		count(libc_usable(n), __builtin_return_address(0));
-		return LIBC_FOR(__builtin_return_address(0)) ? __libc_malloc(n) : mi_malloc(n);
+		count(libc_usable(n), ret);
+		return libc ? __libc_malloc(n) : mi_malloc(n);
 	}
 	if (rt_in_heap(p))
 		return mi_realloc(p, n);
-	count(libc_usable(n) - (int64_t)malloc_usable_size(p), __builtin_return_address(0));
-	if (LIBC_FOR(__builtin_return_address(0)))
+	if (!libc || counting(ret)) /* the size is looked up once, and only when needed */
+		had = malloc_usable_size(p);
+	count(libc_usable(n) - (int64_t)had, ret);
+	if (libc)
 		return __libc_realloc(p, n);
 	/* a block of the C library's (made before the runtime started) that the
 	 * program resizes moves into the region, where it can be evicted */
 	if (!(q = mi_malloc(n)))
 		return NULL;
-	had = malloc_usable_size(p);
 	memcpy(q, p, had < n ? had : n);
 	__libc_free(p);
 	return q;

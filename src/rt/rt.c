@@ -683,13 +683,13 @@ static bool may_wait(void)
 	bool ok;
 
 	start_after = (int64_t)opt_num(&opts, OPT_START_AFTER);
-	while (!opt_list_item(&opts, OPT_MEMNODE, nodes, addr, sizeof(addr)))
-		nodes++;
 	if (start_after <= 0 || options_parse_size(opt_str(&opts, OPT_LOCAL_MEM), &m) ||
 	    m / LAZY_SHARE < (uint64_t)start_after || nofile_short() || *opt_str(&opts, OPT_BACKUP_DIR))
 		return false;
 	if (!is_root())
 		return true; /* the root checked them: started in turn, a late failure leaves it unmanaged (D41) */
+	while (!opt_list_item(&opts, OPT_MEMNODE, nodes, addr, sizeof(addr)))
+		nodes++;
 	log_threshold = -1; /* a wrong option is logged once, by the start at exec */
 	ok = !configure(nodes, NULL, -1, &pc);
 	log_threshold = level;
@@ -707,20 +707,17 @@ __attribute__((constructor(101))) static void rt_init(void)
 		return;
 	rt_internal++;
 	listener_note_main(); /* the constructor runs on the program's main thread */
+	pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
 	if (may_wait()) {
 		void *probe = malloc(16); /* the C library's: rt_internal */
 
 		malloc_usable_size(probe); /* looks up the C library's, which free's count takes, now */
 		free(probe);
-		pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
 		if (*opt_str(&opts, OPT_STATS_JSON) && is_root() && stats_create(&stats))
 			stats = NULL; /* the launcher writes --stats-json from them even after _exit: made now */
 		__atomic_store_n(&rt_pending, 1, __ATOMIC_RELEASE);
-	} else {
-		pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
-		if ((why = start_managed()))
-			start_failed(why);
-	}
+	} else if ((why = start_managed()))
+		start_failed(why);
 	rt_internal--;
 }
 
