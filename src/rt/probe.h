@@ -1,7 +1,7 @@
 /* probe: prefetch's ground truth. One page of every PROBE_EVERY-th plan of
  * two or more pages is left unmapped and its copy kept here; its own fault,
  * served from the copy, proves that page of the plan was used, and its copy
- * pushed out unused proves it was not. The share used is an unbiased sample
+ * outliving the time the page would have stayed resident proves it was not. The share used is an unbiased sample
  * of prefetch accuracy, and its verdicts feed prefetch_feedback, which
  * shrinks the windows of a program whose prefetched pages go unused (Leap).
  * Under the pager lock. */
@@ -16,9 +16,11 @@
 struct prefetch;
 
 int probe_init(struct prefetch *pf);
-/* For a plan whose pages are slots 0..slots-1, the fault in slot fault:
- * true when this plan leaves one (in *slot, never fault) as a probe. */
-bool probe_pick(uint32_t slots, uint32_t fault, uint32_t *slot);
+/* For every plan, whose pages are slots 0..slots-1, the fault in slot
+ * fault: true when this plan leaves one (in *slot, never fault) as a probe.
+ * clock: pages evicted so far; life: the budget, in pages: a probe kept
+ * life evictions ago is judged wasted now. */
+bool probe_pick(uint32_t slots, uint32_t fault, uint64_t clock, uint64_t life, uint32_t *slot);
 /* Keeps page idx's copy (the page is remote, entry e); a copy it pushes out
  * unused counts as wasted. */
 void probe_keep(uint64_t idx, pte_t e, const void *copy);
