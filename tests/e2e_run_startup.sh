@@ -33,22 +33,28 @@ if maps shm "$bin" run --start-after 0 --shm true; then
 fi
 
 # The lazy start (option start-after, D87): a short process started no
-# runtime thread and opened no userfaultfd (with start-after 0 it does: the
-# check can fail); its --stats-json is still written, empty of paging; a
-# program that grows past start-after starts it and pages, output identical.
-# threads NAME COMEX-RUN-OPTIONS...: "threads N uffd M" of a shell under comex run
+# runtime thread, opened no userfaultfd and reserved no region (with
+# start-after 0 it does: the check can fail); its --stats-json is still
+# written, empty of paging; a program that grows past start-after starts it
+# and pages, output identical.
+# threads NAME COMEX-RUN-OPTIONS...: "threads N uffd M region R" of a shell
+# under comex run (R: its mappings of 2 GiB or more)
 threads() {
   local name=$1; shift
-  "${tcp[@]}" "$@" -- sh -c 'printf "threads %s uffd %s\n" "$(ls /proc/$$/task | wc -l)" \
-    "$(ls -l /proc/$$/fd | grep -c userfaultfd)"' >"$dir/$name.out" 2>"$dir/$name.err" ||
+  "${tcp[@]}" "$@" -- sh -c 'printf "threads %s uffd %s region %s\n" "$(ls /proc/$$/task | wc -l)" \
+    "$(ls -l /proc/$$/fd | grep -c userfaultfd)" "$(python3 -c "import sys
+print(sum(1 for l in open(\"/proc/%s/maps\" % sys.argv[1])
+          if (lambda a, b: int(b, 16) - int(a, 16))(*l.split()[0].split(\"-\")) >= 1 << 31))" $$)"' \
+    >"$dir/$name.out" 2>"$dir/$name.err" ||
     fail "$name" "comex run failed: $(tail -n 2 "$dir/$name.err")"
   cat "$dir/$name.out"
 }
 if want lazy; then
   lazy=$(threads lazy --start-after 8M --stats-json "$dir/lazy.json") eager=$(threads eager --start-after 0)
   ev=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pages_evicted"])' "$dir/lazy.json" 2>&1)
-  if [ "$lazy" != "threads 1 uffd 0" ] || [ "$eager" = "threads 1 uffd 0" ] || [ "$eager" = "" ]; then
-    fail lazy "a short shell: '$lazy' with start-after 8M (want threads 1 uffd 0), '$eager' with 0"
+  if [ "$lazy" != "threads 1 uffd 0 region 0" ] || [ "${eager#threads 1 uffd 0}" != "$eager" ] ||
+     [ "${eager##* region }" = 0 ] || [ "$eager" = "" ]; then
+    fail lazy "a short shell: '$lazy' with start-after 8M (want threads 1 uffd 0 region 0), '$eager' with 0"
   elif [ "$ev" != 0 ]; then
     fail lazy "its --stats-json: pages_evicted '$ev' (want 0)"
   else

@@ -317,13 +317,16 @@ static int fail_int(int err)
 
 static int overlaps_region(const void *addr, size_t len)
 {
-	return rt_heap_lo && (const char *)addr < rt_region_hi && (const char *)addr + len > rt_heap_lo;
+	const char *lo = __atomic_load_n(&rt_heap_lo, __ATOMIC_ACQUIRE); /* rt.h: published last */
+
+	return lo && (const char *)addr < rt_region_hi && (const char *)addr + len > lo;
 }
 
-/* While the runtime waits to start, the region is one mapping the kernel
- * knows nothing special about: a call on its addresses (MAP_FIXED, munmap,
- * mprotect, madvise, mlock, mremap) or mlockall (which would populate all
- * of it) starts the runtime first, which then serves the call. */
+/* While the runtime waits to start there is no region (it is reserved by
+ * the start), but a call on its addresses (MAP_FIXED, munmap, mprotect,
+ * madvise, mlock, mremap) made while another thread reserves it, or
+ * mlockall (whose MCL_FUTURE must reach the memory the program takes
+ * later), starts the runtime first, which then serves the call. */
 #define START_NOW ((int64_t)1 << 50)
 static inline void before_region(const void *addr, size_t len, const void *ret)
 {

@@ -49,6 +49,7 @@ char *rt_heap_lo, *rt_heap_hi, *rt_region_hi;
 static struct options opts;
 static struct stats *stats;
 static int early_state; /* 0 not yet, 1 in progress, 2 done */
+static bool configured;  /* the options were read, and the runtime may start here */
 
 #define REGION_ALIGN (1ul << 30) /* the allocator wants its arena segment-aligned */
 
@@ -93,6 +94,7 @@ static void start_failed(const char *why)
  * gave is taken or refused. NULL, or why it could not. */
 #define REGION_LEAST (64ul << 30) /* the old default: below it, big programs fall outside */
 #define REGION_MOST  (16ul << 40) /* page numbers in the region fit 32 bits (interpose.c's hint key) */
+static const char *check_region(void);
 static const char *reserve_region(void)
 {
 	uint64_t len = opt_num(&opts, OPT_REGION) & ~(REGION_ALIGN - 1);
@@ -101,8 +103,6 @@ static const char *reserve_region(void)
 	char *base;
 	mi_arena_id_t arena;
 
-	if (len < 2 * REGION_ALIGN || len > REGION_MOST)
-		return "option region: must be between 2G and 16T";
 	for (;;) {
 		p = os_mmap(NULL, len + REGION_ALIGN, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -124,10 +124,21 @@ static const char *reserve_region(void)
 		return "the allocator refused the managed region";
 	}
 	os_madvise(base, len, MADV_NOHUGEPAGE); /* 4 KiB granularity for faults */
-	rt_heap_lo = base;
 	rt_heap_hi = base + len / 2;
 	rt_region_hi = base + len;
+	/* last: a thread that sees it sees the bounds (rt_in_heap, which other
+	 * threads call while a waiting runtime starts) */
+	__atomic_store_n(&rt_heap_lo, base, __ATOMIC_RELEASE);
 	return NULL;
+}
+
+/* The region's size is checked at exec, so that a wrong one is said at
+ * once; the region itself is reserved when the runtime starts. */
+static const char *check_region(void)
+{
+	uint64_t len = opt_num(&opts, OPT_REGION) & ~(REGION_ALIGN - 1);
+
+	return len < 2 * REGION_ALIGN || len > REGION_MOST ? "option region: must be between 2G and 16T" : NULL;
 }
 
 void rt_early(void)
@@ -153,8 +164,10 @@ void rt_early(void)
 		 * there unasked is what needs a person (warnings, errors); its
 		 * comings and goings are in its counters (docs/DECISIONS.md D41) */
 		log_threshold = strcmp(opts.v[OPT_LOG_LEVEL].origin, "default") ? (int)opt_num(&opts, OPT_LOG_LEVEL) : LOG_WARN;
-		if ((why = reserve_region()))
+		if ((why = check_region()))
 			start_failed(why);
+		else
+			configured = true;
 	}
 	rt_internal--;
 	__atomic_store_n(&early_state, 2, __ATOMIC_RELEASE);
@@ -568,13 +581,16 @@ close_uffd:
 	return why;
 }
 
-/* Runs start(false) with every signal blocked (the runtime's threads inherit
+/* Reserves the region (a process that waited to start has none: D87), then
+ * runs start(false) with every signal blocked (the runtime's threads inherit
  * the mask: D18); the mmap family is managed once it returns NULL. */
 static const char *start_managed(void)
 {
 	sigset_t all, saved;
 	const char *why;
 
+	if (!rt_heap_lo && (why = reserve_region()))
+		return why;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &saved);
 	why = start(false);
@@ -703,7 +719,7 @@ __attribute__((constructor(101))) static void rt_init(void)
 	rt_early();
 	interpose_fd_resolve();
 	forkchild_forget_parent(); /* an exec'd lazy child's signal (D45) */
-	if (!rt_heap_lo)
+	if (!configured)
 		return;
 	rt_internal++;
 	listener_note_main(); /* the constructor runs on the program's main thread */

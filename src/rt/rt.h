@@ -1,7 +1,7 @@
-/* rt: the preloaded runtime's start-up and global state. rt_early() reserves
- * the managed region and points the allocator at it on the first allocation;
- * the library constructor then connects to the memnodes and starts the fault
- * handler and the watchdog. Threads of the runtime itself (and the threads
+/* rt: the preloaded runtime's start-up and global state. rt_early() reads
+ * the options; the start (at exec, or once the process grows: D87) reserves
+ * the managed region, points the allocator at it, connects to the memnodes
+ * and starts the fault handler and the watchdog. Threads of the runtime itself (and the threads
  * they create) are marked rt_internal: their allocations and mappings stay
  * outside the region, so the handler can never fault on itself. */
 #ifndef COMEX_RT_RT_H
@@ -57,14 +57,21 @@ static inline void rt_leave(locale_t prev)
 	rt_internal--;
 }
 
+/* rt_heap_lo is published last (acquire here): a process that waited to
+ * start reserves the region while its other threads free blocks. NULL: no
+ * region yet, so nothing is in it. */
 static inline bool rt_in_heap(const void *p)
 {
-	return (const char *)p >= rt_heap_lo && (const char *)p < rt_heap_hi;
+	const char *lo = __atomic_load_n(&rt_heap_lo, __ATOMIC_ACQUIRE);
+
+	return lo && (const char *)p >= lo && (const char *)p < rt_heap_hi;
 }
 
 static inline bool rt_in_region(const void *p)
 {
-	return (const char *)p >= rt_heap_lo && (const char *)p < rt_region_hi;
+	const char *lo = __atomic_load_n(&rt_heap_lo, __ATOMIC_ACQUIRE);
+
+	return lo && (const char *)p >= lo && (const char *)p < rt_region_hi;
 }
 
 #endif
