@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_startup: processes under comex run --memnode (TCP) that stay within their budget load neither UCX nor OpenSSL and open no connection of their own; nor does one with the embedded memnode; option encrypt loads OpenSSL and option shm the UCX plugin (docs/DECISIONS.md D80); a short process starts no runtime thread and no userfaultfd (start-after, D87), a growing one starts them and pages.
+# e2e_run_startup: processes under comex run --memnode (TCP) that stay within their budget load neither UCX nor OpenSSL and open no connection of their own; nor does one with the embedded memnode; option encrypt loads OpenSSL and option shm the UCX plugin (docs/DECISIONS.md D80); a short process starts no runtime thread, no userfaultfd and no region (start-after, D87), a growing one starts them and pages; a region RLIMIT_AS refuses is said at exec.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_run_startup: libraries a managed process loads, and the connections 20 short processes open"
 memnode_start || finish
@@ -59,6 +59,16 @@ if want lazy; then
     fail lazy "its --stats-json: pages_evicted '$ev' (want 0)"
   else
     echo "ok: lazy: a short shell: $lazy (with start-after 0: $eager); its stats-json written"
+  fi
+fi
+# a region the kernel refuses (RLIMIT_AS) is said at exec, though the
+# runtime would start later: exit 126, the program not run
+if want rlimit; then
+  (ulimit -v 8000000; "${tcp[@]}" -- echo ran) >"$dir/rlimit.out" 2>"$dir/rlimit.err"; rc=$?
+  if [ $rc -eq 126 ] && grep -q 'cannot reserve the managed region' "$dir/rlimit.err" && [ ! -s "$dir/rlimit.out" ]; then
+    echo "ok: rlimit: refused at exec with RLIMIT_AS of 8 GB"
+  else
+    fail rlimit "exit $rc, out '$(cat "$dir/rlimit.out")' (want 126 and no output): $(tail -n 2 "$dir/rlimit.err")"
   fi
 fi
 # a program that grows past it: the runtime starts on the thread that crossed it

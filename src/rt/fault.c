@@ -565,7 +565,8 @@ static void keep_probe(uint64_t idx, bool *ok, uint32_t slots)
 	uint32_t k;
 
 	if (!probe_pick(slots, (uint32_t)((idx - plan_lo) / step),
-			__atomic_load_n(&P.c.stats->pages_evicted, __ATOMIC_RELAXED), P.budget, &k) || !ok[k])
+			__atomic_load_n(&P.c.stats->pages_evicted, __ATOMIC_RELAXED),
+			__atomic_load_n(&P.budget, __ATOMIC_RELAXED), &k) || !ok[k])
 		return;
 	probe_keep(plan_lo + k * step, pte_at(plan_lo + k * step), source(plan_lo + k * step));
 	ok[k] = false;

@@ -127,7 +127,8 @@ static inline bool from_ldso(const void *ret)
  * handler touching an evicted page of its own would wait for itself. */
 static inline int use_libc(void)
 {
-	return rt_internal || __atomic_load_n(&rt_mode, __ATOMIC_RELAXED) == RT_OFF;
+	/* acquire: a runtime that started late set the allocator up on another thread */
+	return rt_internal || __atomic_load_n(&rt_mode, __ATOMIC_ACQUIRE) == RT_OFF;
 }
 
 /* use_libc(), or the caller is the dynamic linker (ret: its return address) */

@@ -1,16 +1,17 @@
-/* probe: a first-in first-out ring of PROBE_SLOTS kept copies. A probe is
- * resolved when its page faults (used) or when it has lived as long as its
- * page would have stayed resident had it been mapped (wasted): once the
- * pager has evicted as many pages as its budget holds since the probe was
- * kept, a prefetched page nobody touched has gone round the eviction order
- * and out. While every slot holds a live probe no new one is taken, so each
- * probe gets its whole lifetime and the share used stays unbiased: the
- * sampling thins instead (a direct-mapped table that a newer probe could
- * take a slot of at any time judged a third of python's and sqlite's used
- * probes wasted, docs/DECISIONS.md D88). A copy whose page changed
- * meanwhile is forgotten without a verdict when it is looked up, or counted
- * wasted when it expires: a small bias towards waste, never a stale page
- * (the entry's generation and the page hash both have to match). */
+/* probe: a table of PROBE_SLOTS kept copies. A probe is resolved when its
+ * page faults (used) or when it has lived as long as its page would have
+ * stayed resident had it been mapped (wasted): once the pager has evicted as
+ * many pages as its budget holds since the probe was kept, a prefetched
+ * page nobody touched has gone round the eviction order and out. While
+ * every slot holds a live probe no new one is taken, so each probe gets its
+ * whole lifetime and the share used stays unbiased: the sampling thins
+ * instead (a direct-mapped table, where a newer probe took an older one's
+ * slot at any age, judged used probes wasted: docs/DECISIONS.md D14). A
+ * copy whose page changed meanwhile is forgotten without a verdict when it
+ * is looked up, or counted wasted when it expires: a small bias towards
+ * waste, never a stale page (the entry's generation and the page hash both
+ * have to match). The table is scanned whole (64 entries) on every remote
+ * fault: a few tens of ns against the fault's microseconds. */
 #include "probe.h"
 
 #include <errno.h>
@@ -27,10 +28,10 @@
 #define NONE UINT64_MAX
 
 static struct {
-	uint64_t idx[PROBE_SLOTS]; /* NONE: resolved (a hole until the head passes it) */
+	uint64_t idx[PROBE_SLOTS]; /* NONE: a free slot */
 	pte_t e[PROBE_SLOTS];
 	uint64_t born[PROBE_SLOTS]; /* the eviction clock when kept */
-	unsigned head, n;          /* the oldest probe's slot; slots in use, holes too */
+	unsigned n;                /* live probes */
 	uint64_t clock, life;      /* from the last probe_pick */
 	uint8_t *copies;           /* PROBE_SLOTS pages */
 	struct prefetch *pf;
@@ -46,7 +47,7 @@ int probe_init(struct prefetch *pf)
 		return -ENOMEM;
 	for (unsigned i = 0; i < PROBE_SLOTS; i++)
 		S.idx[i] = NONE;
-	S.head = S.n = 0; /* a forked child's start anew: its eviction clock does too */
+	S.n = 0; /* a forked child's start anew: its eviction clock does too */
 	S.pf = pf;
 	S.rng = 0x9e3779b9u;
 	return 0;
@@ -64,16 +65,20 @@ static void verdict(bool used)
 	S.batch_used = S.batch_wasted = 0;
 }
 
-/* Resolves the probes at the head that are holes or have outlived life. */
+static void forget(unsigned s)
+{
+	S.idx[s] = NONE;
+	S.n--;
+}
+
+/* Resolves the probes that have outlived life: wasted. */
 static void expire(void)
 {
-	while (S.n && (S.idx[S.head] == NONE || S.clock - S.born[S.head] >= S.life)) {
-		if (S.idx[S.head] != NONE)
+	for (unsigned s = 0; s < PROBE_SLOTS && S.n; s++)
+		if (S.idx[s] != NONE && S.clock - S.born[s] >= S.life) {
+			forget(s);
 			verdict(false);
-		S.idx[S.head] = NONE;
-		S.head = (S.head + 1) % PROBE_SLOTS;
-		S.n--;
-	}
+		}
 }
 
 bool probe_pick(uint32_t slots, uint32_t fault, uint64_t clock, uint64_t life, uint32_t *slot)
@@ -95,28 +100,33 @@ bool probe_pick(uint32_t slots, uint32_t fault, uint64_t clock, uint64_t life, u
 
 void probe_keep(uint64_t idx, pte_t e, const void *copy)
 {
-	unsigned s = (S.head + S.n) % PROBE_SLOTS;
+	unsigned s, free = PROBE_SLOTS;
 
-	if (S.n == PROBE_SLOTS) /* only after a probe_pick that said yes */
+	for (s = 0; s < PROBE_SLOTS; s++) {
+		if (S.idx[s] == idx)
+			forget(s); /* kept before, then mapped and evicted since: that copy's entry is old */
+		if (S.idx[s] == NONE && free == PROBE_SLOTS)
+			free = s;
+	}
+	if (free == PROBE_SLOTS) /* only after a probe_pick that said yes */
 		return;
-	S.idx[s] = idx;
-	S.e[s] = e;
-	S.born[s] = S.clock;
-	memcpy(S.copies + (size_t)s * PAGE, copy, PAGE);
+	S.idx[free] = idx;
+	S.e[free] = e;
+	S.born[free] = S.clock;
+	memcpy(S.copies + (size_t)free * PAGE, copy, PAGE);
 	S.n++;
 }
 
 const void *probe_take(uint64_t idx, pte_t e, pagesum_t sum)
 {
-	for (unsigned i = 0; i < S.n; i++) {
-		unsigned s = (S.head + i) % PROBE_SLOTS;
+	for (unsigned s = 0; s < PROBE_SLOTS && S.n; s++) {
 		const uint8_t *copy = S.copies + (size_t)s * PAGE;
 
 		if (S.idx[s] != idx)
 			continue;
-		S.idx[s] = NONE; /* a hole, passed by expire() */
+		forget(s);
 		if (S.e[s] != e || !pagesum_eq(pagesum_of(copy), sum))
-			return NULL; /* the page changed since: no verdict */
+			return NULL; /* the page changed since: no verdict (probe_keep left no other) */
 		verdict(true);
 		return copy;
 	}

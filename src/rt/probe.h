@@ -21,8 +21,9 @@ int probe_init(struct prefetch *pf);
  * clock: pages evicted so far; life: the budget, in pages: a probe kept
  * life evictions ago is judged wasted now. */
 bool probe_pick(uint32_t slots, uint32_t fault, uint64_t clock, uint64_t life, uint32_t *slot);
-/* Keeps page idx's copy (the page is remote, entry e); a copy it pushes out
- * unused counts as wasted. */
+/* Keeps page idx's copy (the page is remote, entry e), in place of an
+ * older one of idx; it is counted wasted once it outlives the life given
+ * to probe_pick. */
 void probe_keep(uint64_t idx, pte_t e, const void *copy);
 /* Page idx's copy when one is kept and idx's entry is still e (the page
  * has not come back, been discarded or moved since: the generation in e

@@ -87,21 +87,17 @@ static void start_failed(const char *why)
 		stats_note_unmanaged(atoi(root));
 }
 
-/* Reserves the region and hands its first half to mimalloc as the only
- * memory it may use (limit_os_alloc), so every heap object lives there.
- * The default size is tried, then halves of it down to REGION_LEAST, where
- * RLIMIT_AS or the kernel's overcommit policy refuse it; a size the user
- * gave is taken or refused. NULL, or why it could not. */
+/* The region's address space: the default size is tried, then halves of
+ * it down to REGION_LEAST, where RLIMIT_AS or the kernel's overcommit
+ * policy refuse it; a size the user gave is taken or refused. The mapping
+ * is *len_io plus REGION_ALIGN long (for the alignment); -1 if refused. */
 #define REGION_LEAST (64ul << 30) /* the old default: below it, big programs fall outside */
 #define REGION_MOST  (16ul << 40) /* page numbers in the region fit 32 bits (interpose.c's hint key) */
-static const char *check_region(void);
-static const char *reserve_region(void)
+static long map_region(uint64_t *len_io)
 {
 	uint64_t len = opt_num(&opts, OPT_REGION) & ~(REGION_ALIGN - 1);
 	bool given = strcmp(opts.v[OPT_REGION].origin, "default");
 	long p;
-	char *base;
-	mi_arena_id_t arena;
 
 	for (;;) {
 		p = os_mmap(NULL, len + REGION_ALIGN, PROT_READ | PROT_WRITE,
@@ -110,6 +106,20 @@ static const char *reserve_region(void)
 			break;
 		len /= 2;
 	}
+	*len_io = len;
+	return p;
+}
+
+/* Reserves the region and hands its first half to mimalloc as the only
+ * memory it may use (limit_os_alloc), so every heap object lives there.
+ * NULL, or why it could not. */
+static const char *reserve_region(void)
+{
+	uint64_t len;
+	long p = map_region(&len);
+	char *base;
+	mi_arena_id_t arena;
+
 	if (p == -1)
 		return "cannot reserve the managed region (option region; RLIMIT_AS?)";
 	base = (char *)(((uintptr_t)p + REGION_ALIGN - 1) & ~(REGION_ALIGN - 1));
@@ -130,6 +140,17 @@ static const char *reserve_region(void)
 	 * threads call while a waiting runtime starts) */
 	__atomic_store_n(&rt_heap_lo, base, __ATOMIC_RELEASE);
 	return NULL;
+}
+
+/* A region the runtime could not start in stays reserved (rt_heap_lo is
+ * published: a mapping made there later would pass for the allocator's)
+ * but inaccessible: mlockall cannot populate it, a core dump skips it. */
+static void disable_region(void)
+{
+	size_t len = (size_t)(rt_region_hi - rt_heap_lo);
+
+	os_mmap(rt_heap_lo, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+	os_madvise(rt_heap_lo, len, MADV_DONTDUMP);
 }
 
 /* The region's size is checked at exec, so that a wrong one is said at
@@ -595,11 +616,13 @@ static const char *start_managed(void)
 	pthread_sigmask(SIG_SETMASK, &all, &saved);
 	why = start(false);
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
-	if (!why) {
-		__atomic_store_n(&rt_mode, RT_MANAGED, __ATOMIC_RELEASE); /* mmap family managed from now on */
-		interpose_sig_install();
+	if (why) {
+		disable_region();
+		return why;
 	}
-	return why;
+	__atomic_store_n(&rt_mode, RT_MANAGED, __ATOMIC_RELEASE); /* mmap family managed from now on */
+	interpose_sig_install();
+	return NULL;
 }
 
 /* ---- lazy start (option start-after, docs/DECISIONS.md D87) ----
@@ -687,8 +710,9 @@ void rt_grow(int64_t bytes, bool may_start)
 
 /* Whether this process may wait to start: start-after set, a budget of at
  * least LAZY_SHARE times start-after, descriptors enough, and, in the root,
- * options the start would take (checked here: a wrong one is said at exec,
- * where the start fails; backup-dir's directory only by the start itself). */
+ * options the start would take and a region the kernel would map (checked
+ * here: else the start at exec fails and says why; backup-dir's directory
+ * only by the start itself). */
 static bool may_wait(void)
 {
 	struct pager_config pc;
@@ -696,6 +720,7 @@ static bool may_wait(void)
 	char addr[256];
 	uint64_t m;
 	int level = log_threshold;
+	long p = -1;
 	bool ok;
 
 	start_after = (int64_t)opt_num(&opts, OPT_START_AFTER);
@@ -709,7 +734,9 @@ static bool may_wait(void)
 	log_threshold = -1; /* a wrong option is logged once, by the start at exec */
 	ok = !configure(nodes, NULL, -1, &pc);
 	log_threshold = level;
-	return ok;
+	if (ok && (p = map_region(&m)) != -1) /* RLIMIT_AS, overcommit: said at exec too */
+		os_munmap((void *)p, m + REGION_ALIGN);
+	return ok && p != -1;
 }
 
 __attribute__((constructor(101))) static void rt_init(void)
