@@ -323,17 +323,11 @@ static int overlaps_region(const void *addr, size_t len)
 	return lo && (const char *)addr < rt_region_hi && (const char *)addr + len > lo;
 }
 
-/* While the runtime waits to start there is no region (it is reserved by
- * the start), but a call on its addresses (MAP_FIXED, munmap, mprotect,
- * madvise, mlock, mremap) made while another thread reserves it, or
- * mlockall (whose MCL_FUTURE must reach the memory the program takes
- * later), starts the runtime first, which then serves the call. */
+/* mlockall while the runtime waits to start starts it first (its
+ * MCL_FUTURE must reach the memory the program takes later). Calls on
+ * addresses need no such start: a waiting process has no region (the start
+ * reserves it, and hands none of it out before it runs). */
 #define START_NOW ((int64_t)1 << 50)
-static inline void before_region(const void *addr, size_t len, const void *ret)
-{
-	if (!addr || overlaps_region(addr, len))
-		count(START_NOW, ret);
-}
 
 /* Address hints. The kernel places a mapping at its hint when that range is
  * free; the pager places anonymous memory anywhere in the region. Most
@@ -425,8 +419,6 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 
 	if (anon_private && !fixed)
 		count((int64_t)len, __builtin_return_address(0));
-	else if (fixed)
-		before_region(addr, len, __builtin_return_address(0));
 	if (managed() && len) {
 		if (anon_private && !fixed) {
 			bool hinted = addr && !overlaps_region(addr, len);
@@ -459,7 +451,6 @@ EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t o
 
 EXPORT int munmap(void *addr, size_t len)
 {
-	before_region(addr, len, __builtin_return_address(0));
 	if (managed() && overlaps_region(addr, len)) {
 		int err = AS_RUNTIME(pager_munmap(addr, len));
 
@@ -482,7 +473,6 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 	}
 	if (newlen > oldlen)
 		count((int64_t)(newlen - oldlen), __builtin_return_address(0));
-	before_region(old, oldlen, __builtin_return_address(0));
 	if (managed() && (overlaps_region(old, oldlen) ||
 			  ((flags & MREMAP_FIXED) && overlaps_region(newaddr, newlen)))) {
 		int err = AS_RUNTIME(pager_mremap(old, oldlen, newlen, flags, newaddr, &out));
@@ -494,7 +484,6 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 
 EXPORT int madvise(void *addr, size_t len, int advice)
 {
-	before_region(addr, len, __builtin_return_address(0));
 	if (managed() && overlaps_region(addr, len)) {
 		switch (advice) {
 		case MADV_DONTNEED:
@@ -520,7 +509,6 @@ EXPORT int madvise(void *addr, size_t len, int advice)
 /* Protections and locks: the pager records them (D43). */
 EXPORT int mprotect(void *addr, size_t len, int prot)
 {
-	before_region(addr, len, __builtin_return_address(0));
 	if (managed() && overlaps_region(addr, len)) {
 		int err = AS_RUNTIME(prot_mprotect(addr, len, prot));
 
@@ -531,7 +519,6 @@ EXPORT int mprotect(void *addr, size_t len, int prot)
 
 EXPORT int mlock2(const void *addr, size_t len, unsigned flags)
 {
-	before_region(addr, len, __builtin_return_address(0));
 	if (managed() && overlaps_region(addr, len)) {
 		int err = AS_RUNTIME(prot_mlock((void *)addr, len, flags));
 
@@ -544,7 +531,6 @@ EXPORT int mlock(const void *addr, size_t len) { return mlock2(addr, len, 0); }
 
 EXPORT int munlock(const void *addr, size_t len)
 {
-	before_region(addr, len, __builtin_return_address(0));
 	if (managed() && overlaps_region(addr, len)) {
 		int err = AS_RUNTIME(prot_munlock((void *)addr, len));
 
@@ -555,7 +541,7 @@ EXPORT int munlock(const void *addr, size_t len)
 
 EXPORT int mlockall(int flags)
 {
-	before_region(NULL, 0, __builtin_return_address(0));
+	count(START_NOW, __builtin_return_address(0));
 	int err = managed() ? AS_RUNTIME(prot_mlockall(flags)) : (os_mlockall(flags) ? -errno : 0);
 
 	return err ? fail_int(err) : 0;

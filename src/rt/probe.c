@@ -32,7 +32,7 @@ static struct {
 	pte_t e[PROBE_SLOTS];
 	uint64_t born[PROBE_SLOTS]; /* the eviction clock when kept */
 	unsigned n;                /* live probes */
-	uint64_t clock, life;      /* from the last probe_pick */
+	uint64_t clock;            /* pages evicted, from the last probe_pick */
 	uint8_t *copies;           /* PROBE_SLOTS pages */
 	struct prefetch *pf;
 	uint32_t plans, rng;
@@ -71,11 +71,11 @@ static void forget(unsigned s)
 	S.n--;
 }
 
-/* Resolves the probes that have outlived life: wasted. */
-static void expire(void)
+/* Resolves the probes that have outlived life (pages evicted): wasted. */
+static void expire(uint64_t life)
 {
 	for (unsigned s = 0; s < PROBE_SLOTS && S.n; s++)
-		if (S.idx[s] != NONE && S.clock - S.born[s] >= S.life) {
+		if (S.idx[s] != NONE && S.clock - S.born[s] >= life) {
 			forget(s);
 			verdict(false);
 		}
@@ -88,8 +88,7 @@ bool probe_pick(uint32_t slots, uint32_t fault, uint64_t clock, uint64_t life, u
 	if (!S.copies)
 		return false;
 	S.clock = clock;
-	S.life = life ? life : 1;
-	expire();
+	expire(life ? life : 1);
 	if (slots < 2 || ++S.plans % PROBE_EVERY || S.n == PROBE_SLOTS)
 		return false;
 	S.rng ^= S.rng << 13, S.rng ^= S.rng >> 17, S.rng ^= S.rng << 5; /* xorshift32 */

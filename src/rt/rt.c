@@ -93,9 +93,11 @@ static void start_failed(const char *why)
  * is *len_io plus REGION_ALIGN long (for the alignment); -1 if refused. */
 #define REGION_LEAST (64ul << 30) /* the old default: below it, big programs fall outside */
 #define REGION_MOST  (16ul << 40) /* page numbers in the region fit 32 bits (interpose.c's hint key) */
+static uint64_t region_len(void) { return opt_num(&opts, OPT_REGION) & ~(REGION_ALIGN - 1); }
+
 static long map_region(uint64_t *len_io)
 {
-	uint64_t len = opt_num(&opts, OPT_REGION) & ~(REGION_ALIGN - 1);
+	uint64_t len = region_len();
 	bool given = strcmp(opts.v[OPT_REGION].origin, "default");
 	long p;
 
@@ -157,7 +159,7 @@ static void disable_region(void)
  * once; the region itself is reserved when the runtime starts. */
 static const char *check_region(void)
 {
-	uint64_t len = opt_num(&opts, OPT_REGION) & ~(REGION_ALIGN - 1);
+	uint64_t len = region_len();
 
 	return len < 2 * REGION_ALIGN || len > REGION_MOST ? "option region: must be between 2G and 16T" : NULL;
 }
@@ -718,7 +720,7 @@ static bool may_wait(void)
 	struct pager_config pc;
 	unsigned nodes = 0;
 	char addr[256];
-	uint64_t m;
+	uint64_t m, len;
 	int level = log_threshold;
 	long p = -1;
 	bool ok;
@@ -734,8 +736,8 @@ static bool may_wait(void)
 	log_threshold = -1; /* a wrong option is logged once, by the start at exec */
 	ok = !configure(nodes, NULL, -1, &pc);
 	log_threshold = level;
-	if (ok && (p = map_region(&m)) != -1) /* RLIMIT_AS, overcommit: said at exec too */
-		os_munmap((void *)p, m + REGION_ALIGN);
+	if (ok && (p = map_region(&len)) != -1) /* RLIMIT_AS, overcommit: said at exec too */
+		os_munmap((void *)p, len + REGION_ALIGN);
 	return ok && p != -1;
 }
 
