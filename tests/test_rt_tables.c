@@ -1,11 +1,15 @@
-/* test_rt_tables: the pager's tables (ranges, rbuf, wbuf, evict, pagetab) against simple models. */
+/* test_rt_tables: the pager's tables (ranges, rbuf, wbuf, evict, pagetab) against simple models, and pagesum's builds. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "evict.h"
+#include "pagesum.h"
 #include "pagetab.h"
 #include "ranges.h"
 #include "rbuf.h"
@@ -226,8 +230,28 @@ static void test_pagetab(void)
 	pagetab_fini(&t);
 }
 
+/* pagesum_of, whichever build its ifunc picked (AVX2 here), is XXH3-128 as
+ * this file's own build of xxhash computes it (SSE2), for random pages. */
+static void test_pagesum(void)
+{
+	static uint8_t page[4096];
+
+	srand(3);
+	for (int it = 0; it < 64; it++) {
+		XXH128_hash_t h;
+		pagesum_t s;
+
+		for (unsigned i = 0; i < sizeof(page); i++)
+			page[i] = it ? (uint8_t)rand() : 0;
+		h = XXH3_128bits(page, sizeof(page));
+		s = pagesum_of(page);
+		CHECK(s.lo == h.low64 && s.hi == h.high64);
+	}
+}
+
 int main(void)
 {
+	test_pagesum();
 	test_ranges();
 	test_rbuf();
 	test_wbuf();

@@ -10,7 +10,6 @@
 #include <link.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <mimalloc.h>
 #include <printf.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -40,6 +39,7 @@
 
 #include "foreign.h"
 #include "forkchild.h"
+#include "heapalloc.h"
 #include "log.h"
 #include "pager.h"
 #include "prot.h"
@@ -105,12 +105,14 @@ static void find_ldso(void)
  * locks that the start takes again (NSS's, the exit handlers'). */
 static uintptr_t libc_lo = 1, libc_hi = 1;
 
-static void find_libc(void *in_libc)
+/* handle: the C library's, from dlopen. Its link map gives its base at
+ * once, where dladdr searched its symbol table (2 % of an exec'd /bin/true). */
+static void find_libc(void *handle)
 {
-	Dl_info di;
+	struct link_map *map;
 
-	if (in_libc && dladdr(in_libc, &di) && di.dli_fbase)
-		text_of((uintptr_t)di.dli_fbase, &libc_lo, &libc_hi);
+	if (handle && !dlinfo(handle, RTLD_DI_LINKMAP, &map) && map->l_addr)
+		text_of((uintptr_t)map->l_addr, &libc_lo, &libc_hi);
 }
 
 static inline bool from_ldso(const void *ret)
@@ -166,13 +168,13 @@ static inline void count(int64_t bytes, const void *ret)
 EXPORT void *malloc(size_t n)
 {
 	count(libc_usable(n), __builtin_return_address(0));
-	return LIBC_FOR(__builtin_return_address(0)) ? __libc_malloc(n) : mi_malloc(n);
+	return LIBC_FOR(__builtin_return_address(0)) ? __libc_malloc(n) : heapalloc.malloc(n);
 }
 
 EXPORT void *calloc(size_t k, size_t n)
 {
 	count(libc_usable(k * n), __builtin_return_address(0));
-	return LIBC_FOR(__builtin_return_address(0)) ? __libc_calloc(k, n) : mi_calloc(k, n);
+	return LIBC_FOR(__builtin_return_address(0)) ? __libc_calloc(k, n) : heapalloc.calloc(k, n);
 }
 
 EXPORT void free(void *p)
@@ -180,7 +182,7 @@ EXPORT void free(void *p)
 	if (!p)
 		return;
 	if (rt_in_heap(p))
-		mi_free(p);
+		heapalloc.free(p);
 	else {
 		if (counting(__builtin_return_address(0)))
 			rt_grow(-(int64_t)malloc_usable_size(p), false);
@@ -197,10 +199,10 @@ EXPORT void *realloc(void *p, size_t n)
 
 	if (!p) {
 		count(libc_usable(n), ret);
-		return libc ? __libc_malloc(n) : mi_malloc(n);
+		return libc ? __libc_malloc(n) : heapalloc.malloc(n);
 	}
 	if (rt_in_heap(p))
-		return mi_realloc(p, n);
+		return heapalloc.realloc(p, n);
 	if (!libc || counting(ret)) /* the size is looked up once, and only when needed */
 		had = malloc_usable_size(p);
 	count(libc_usable(n) - (int64_t)had, ret);
@@ -208,7 +210,7 @@ EXPORT void *realloc(void *p, size_t n)
 		return __libc_realloc(p, n);
 	/* a block of the C library's (made before the runtime started) that the
 	 * program resizes moves into the region, where it can be evicted */
-	if (!(q = mi_malloc(n)))
+	if (!(q = heapalloc.malloc(n)))
 		return NULL;
 	memcpy(q, p, had < n ? had : n);
 	__libc_free(p);
@@ -233,11 +235,11 @@ EXPORT void *reallocarray(void *p, size_t k, size_t n)
  * given back and asked for one byte larger, which takes its aligning path. */
 static void *mi_aligned(size_t a, size_t n)
 {
-	void *p = mi_memalign(a, n);
+	void *p = heapalloc.memalign(a, n);
 
 	if (p && ((uintptr_t)p & (a - 1))) {
-		mi_free(p);
-		p = mi_memalign(a, n + 1);
+		heapalloc.free(p);
+		p = heapalloc.memalign(a, n + 1);
 	}
 	return p;
 }
@@ -251,13 +253,13 @@ EXPORT void *aligned_alloc(size_t a, size_t n) { return memalign(a, n); }
 EXPORT void *valloc(size_t n)
 {
 	count((int64_t)n, __builtin_return_address(0));
-	return use_libc() ? __libc_valloc(n) : mi_valloc(n);
+	return use_libc() ? __libc_valloc(n) : heapalloc.valloc(n);
 }
 
 EXPORT void *pvalloc(size_t n)
 {
 	count((int64_t)n, __builtin_return_address(0));
-	return use_libc() ? __libc_pvalloc(n) : mi_pvalloc(n);
+	return use_libc() ? __libc_pvalloc(n) : heapalloc.pvalloc(n);
 }
 
 EXPORT int posix_memalign(void **out, size_t a, size_t n)
@@ -280,14 +282,14 @@ EXPORT size_t malloc_usable_size(void *p)
 	if (!p)
 		return 0;
 	if (rt_in_heap(p))
-		return mi_usable_size(p);
+		return heapalloc.usable_size(p);
 	/* the C library's, which allocated p: not the next one in the search
 	 * order, which may be another allocator's (redis links jemalloc's) */
 	if (!next) {
 		void *libc = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD);
 
 		next = libc ? (size_t (*)(void *))dlsym(libc, "malloc_usable_size") : NULL;
-		find_libc((void *)next);
+		find_libc(libc);
 	}
 	return next ? next(p) : 0;
 }

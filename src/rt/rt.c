@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
-#include <mimalloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -27,6 +26,7 @@
 #include "membership.h"
 #include "options.h"
 #include "forkchild.h"
+#include "heapalloc.h"
 #include "budget.h"
 #include "home.h"
 #include "pager.h"
@@ -112,15 +112,15 @@ static long map_region(uint64_t *len_io)
 	return p;
 }
 
-/* Reserves the region and hands its first half to mimalloc as the only
- * memory it may use (limit_os_alloc), so every heap object lives there.
+/* Reserves the region and hands its first half to mimalloc (heapalloc) as
+ * the only memory it may use, so every heap object lives there.
  * NULL, or why it could not. */
 static const char *reserve_region(void)
 {
 	uint64_t len;
 	long p = map_region(&len);
+	const char *why;
 	char *base;
-	mi_arena_id_t arena;
 
 	if (p == -1)
 		return "cannot reserve the managed region (option region; RLIMIT_AS?)";
@@ -130,10 +130,9 @@ static const char *reserve_region(void)
 	if (base > (char *)p)
 		os_munmap((void *)p, base - (char *)p);
 	os_munmap(base + len, (char *)p + REGION_ALIGN - base);
-	mi_option_set(mi_option_limit_os_alloc, 1);
-	if (!mi_manage_os_memory_ex(base, len / 2, true, false, true, -1, false, &arena)) {
+	if ((why = heapalloc_start(base, len / 2))) {
 		os_munmap(base, len);
-		return "the allocator refused the managed region";
+		return why;
 	}
 	os_madvise(base, len, MADV_NOHUGEPAGE); /* 4 KiB granularity for faults */
 	rt_heap_hi = base + len / 2;

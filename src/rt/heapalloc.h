@@ -1,0 +1,29 @@
+/* heapalloc: the allocator of the managed heap, mimalloc, confined to the
+ * first half of the region. It is loaded when the runtime starts, not at
+ * exec: a process that never pages never loads it (docs/DECISIONS.md D87). */
+#ifndef COMEX_RT_HEAPALLOC_H
+#define COMEX_RT_HEAPALLOC_H
+
+#include <stddef.h>
+
+/* mimalloc's entries. Set by heapalloc_start before rt_mode leaves RT_OFF
+ * and before rt_heap_lo is published (both with release), never after:
+ * callers read either with acquire first (use_libc, rt_in_heap). */
+struct heapalloc {
+	void *(*malloc)(size_t n);
+	void *(*calloc)(size_t k, size_t n);
+	void *(*realloc)(void *p, size_t n);
+	void (*free)(void *p);
+	void *(*memalign)(size_t align, size_t n);
+	void *(*valloc)(size_t n);
+	void *(*pvalloc)(size_t n);
+	size_t (*usable_size)(const void *p);
+};
+extern struct heapalloc heapalloc;
+
+/* Loads mimalloc and gives it [base, base + len) as the only memory it may
+ * use. NULL, or why not (the dynamic linker's words). At the start only:
+ * it takes the dynamic linker's lock. */
+const char *heapalloc_start(void *base, size_t len);
+
+#endif
