@@ -1,4 +1,4 @@
-/* test_pollcore: two memnode processes and one polling core: one holds it, the other takes it only once the holder has not renewed it for the stale time (also across the millisecond clock's wrap) or gave it back; the holder that stood still learns it lost it and is unpinned. */
+/* test_pollcore: three memnode processes and one polling core: two share it (POLLCORE_SHARE), the third takes a claim only once its holder has not renewed it for the stale time (also across the millisecond clock's wrap) or gave it back; the holder that stood still learns it lost it and is unpinned. */
 #include "pollcore.h"
 
 #include <errno.h>
@@ -84,39 +84,46 @@ static int ask(struct peer *p, char cmd, uint64_t now)
 	return ans;
 }
 
-/* Ends both peers (each holds the other's pipe ends too: both must close). */
-static void end(struct peer *a, struct peer *b)
+/* Ends the peers (each holds the others' pipe ends too: all must close). */
+static void end(struct peer *p, int n)
 {
 	int st;
 
-	close(a->to);
-	close(b->to);
-	CHECK(waitpid(a->pid, &st, 0) == a->pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	CHECK(waitpid(b->pid, &st, 0) == b->pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	close(a->from);
-	close(b->from);
+	for (int i = 0; i < n; i++)
+		close(p[i].to);
+	for (int i = 0; i < n; i++) {
+		CHECK(waitpid(p[i].pid, &st, 0) == p[i].pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		close(p[i].from);
+	}
 }
 
 /* Runs the hand-over sequence from time t0 (ns). */
 static void handover(uint64_t t0)
 {
-	struct peer a = spawn(), b = spawn();
+	struct peer p[3] = { spawn(), spawn(), spawn() }, *a = &p[0], *b = &p[1], *c = &p[2];
 
-	CHECK(ask(&a, CMD_OPEN, 0) == 1 && ask(&b, CMD_OPEN, 0) == 1);
-	CHECK(ask(&a, CMD_TICK, t0) == 1);              /* the core was free */
-	CHECK(ask(&a, CMD_NCPU, 0) == 1);               /* pinned to it */
-	CHECK(ask(&b, CMD_TICK, t0) == 0);              /* held, fresh */
-	CHECK(ask(&a, CMD_TICK, t0 + 50 * MS) == 1);    /* renewed */
-	CHECK(ask(&b, CMD_TICK, t0 + 140 * MS) == 0);   /* 90 ms since the renewal: still held */
-	CHECK(ask(&b, CMD_TICK, t0 + (50 + POLLCORE_STALE_MS + 1) * MS) == 1); /* a stood still: taken */
-	CHECK(ask(&b, CMD_NCPU, 0) == 1);
-	CHECK(ask(&a, CMD_TICK, t0 + 160 * MS) == 0);   /* a runs again: it lost the core */
-	CHECK(ask(&a, CMD_NCPU, 0) == 2);               /* and runs where it ran before */
-	CHECK(ask(&b, CMD_TICK, t0 + 170 * MS) == 1);   /* b keeps it */
-	CHECK(ask(&b, CMD_CLOSE, 0) == 1);              /* b ends: the core is free at once */
-	CHECK(ask(&a, CMD_TICK, t0 + 171 * MS) == 1);
-	CHECK(ask(&a, CMD_CLOSE, 0) == 1);
-	end(&a, &b);
+	_Static_assert(POLLCORE_SHARE == 2, "the sequence below shares one core two ways");
+	CHECK(ask(a, CMD_OPEN, 0) == 1 && ask(b, CMD_OPEN, 0) == 1 && ask(c, CMD_OPEN, 0) == 1);
+	CHECK(ask(a, CMD_TICK, t0) == 1);               /* the core was free */
+	CHECK(ask(a, CMD_NCPU, 0) == 1);                /* pinned to it */
+	CHECK(ask(b, CMD_TICK, t0) == 1);               /* its second claim */
+	CHECK(ask(b, CMD_NCPU, 0) == 1);
+	CHECK(ask(c, CMD_TICK, t0) == 0);               /* both held, fresh */
+	CHECK(ask(c, CMD_NCPU, 0) == 2);
+	CHECK(ask(a, CMD_TICK, t0 + 50 * MS) == 1);     /* renewed */
+	CHECK(ask(b, CMD_TICK, t0 + 100 * MS) == 1);
+	CHECK(ask(c, CMD_TICK, t0 + 140 * MS) == 0);    /* 90 ms since a's renewal: still held */
+	CHECK(ask(c, CMD_TICK, t0 + (50 + POLLCORE_STALE_MS + 1) * MS) == 1); /* a stood still: taken */
+	CHECK(ask(c, CMD_NCPU, 0) == 1);
+	CHECK(ask(a, CMD_TICK, t0 + 160 * MS) == 0);    /* a runs again: it lost its claim, b holds the other */
+	CHECK(ask(a, CMD_NCPU, 0) == 2);                /* and runs where it ran before */
+	CHECK(ask(b, CMD_TICK, t0 + 170 * MS) == 1);    /* b and c keep theirs */
+	CHECK(ask(c, CMD_TICK, t0 + 170 * MS) == 1);
+	CHECK(ask(c, CMD_CLOSE, 0) == 1);               /* c ends: its claim is free at once */
+	CHECK(ask(a, CMD_TICK, t0 + 171 * MS) == 1);
+	CHECK(ask(a, CMD_CLOSE, 0) == 1);
+	CHECK(ask(b, CMD_CLOSE, 0) == 1);
+	end(p, 3);
 }
 
 int main(void)

@@ -1,5 +1,7 @@
 /* pollcore: a claim on a polling core is one 64-bit word in a file shared by
- * the host's memnodes: the holder's pid (high half) and the CLOCK_MONOTONIC
+ * the host's memnodes, POLLCORE_SHARE words a core (claim k of core c at word
+ * c + k * CPU_SETSIZE: the first claims are where a memnode that knew one
+ * claim a core looked): the holder's pid (high half) and the CLOCK_MONOTONIC
  * millisecond of its last renewal (low half, wrapping). A word is free when
  * its pid is 0 or its renewal is older than POLLCORE_STALE_MS; every change
  * is a compare-and-swap, so two memnodes never both hold a core. The clock is
@@ -19,14 +21,16 @@
 #include "log.h"
 
 #define CLAIM_FILE "comex-pollcores"
-#define CLAIM_BYTES (CPU_SETSIZE * sizeof(uint64_t)) /* word i: core i */
+#define CLAIM_WORDS (POLLCORE_SHARE * CPU_SETSIZE)
+#define CLAIM_BYTES (CLAIM_WORDS * sizeof(uint64_t))
 
 struct pollcore {
-	_Atomic uint64_t *words; /* CPU_SETSIZE words, mapped shared */
+	_Atomic uint64_t *words; /* CLAIM_WORDS words, mapped shared */
 	cpu_set_t allowed;       /* this thread's affinity before any claim */
 	long ncpu;
 	uint32_t me;             /* our pid */
 	int held;                /* the core we hold, or -1 */
+	unsigned word;           /* while held: our claim's word */
 };
 
 /* now (ns) as a claim's millisecond, wrapping at 2^32 */
@@ -69,33 +73,46 @@ static void unpin(struct pollcore *pc)
 	pc->held = -1;
 }
 
-/* Claims the highest free core we may run on, core 0 aside (it is left to
- * everything else). */
-static bool claim(struct pollcore *pc, uint64_t now)
+/* Takes claim k of a core we may run on, core 0 aside (it is left to
+ * everything else): the highest core whose claim k is free or stale. */
+static bool claim_kth(struct pollcore *pc, unsigned k, uint64_t now)
 {
+	const char *shared = k ? ", shared with another memnode" : "";
+
 	for (long cpu = pc->ncpu - 1; cpu >= 1; cpu--) {
+		unsigned i = (unsigned)cpu + k * CPU_SETSIZE;
 		uint64_t w;
 
 		if (!CPU_ISSET(cpu, &pc->allowed))
 			continue;
-		w = atomic_load(&pc->words[cpu]);
-		if (!is_free(w, now) || !atomic_compare_exchange_strong(&pc->words[cpu], &w, word_of(pc->me, now)))
+		w = atomic_load(&pc->words[i]);
+		if (!is_free(w, now) || !atomic_compare_exchange_strong(&pc->words[i], &w, word_of(pc->me, now)))
 			continue;
 		pin(pc, (int)cpu);
+		pc->word = i;
 		if (w >> 32 && (uint32_t)(w >> 32) != pc->me)
-			log_info("busy-polling on core %ld (memnode pid %u, which held it, has not run for %u ms)", cpu,
-				 (unsigned)(w >> 32), age_ms(w, now));
+			log_info("busy-polling on core %ld%s (memnode pid %u, which held this claim, has not run for %u ms)",
+				 cpu, shared, (unsigned)(w >> 32), age_ms(w, now));
 		else
-			log_info("busy-polling on core %ld", cpu);
+			log_info("busy-polling on core %ld%s", cpu, shared);
 		return true;
 	}
+	return false;
+}
+
+/* A core of our own if one is free, else a share of one. */
+static bool claim(struct pollcore *pc, uint64_t now)
+{
+	for (unsigned k = 0; k < POLLCORE_SHARE; k++)
+		if (claim_kth(pc, k, now))
+			return true;
 	return false;
 }
 
 bool pollcore_tick(struct pollcore *pc, uint64_t now)
 {
 	if (pc->held >= 0) {
-		_Atomic uint64_t *word = &pc->words[pc->held];
+		_Atomic uint64_t *word = &pc->words[pc->word];
 		uint64_t w = atomic_load(word);
 
 		/* a failed exchange leaves the word it found in w */
@@ -153,10 +170,10 @@ void pollcore_close(struct pollcore *pc)
 	if (!pc)
 		return;
 	if (pc->held >= 0) {
-		uint64_t w = atomic_load(&pc->words[pc->held]);
+		uint64_t w = atomic_load(&pc->words[pc->word]);
 
 		if ((uint32_t)(w >> 32) == pc->me)
-			atomic_compare_exchange_strong(&pc->words[pc->held], &w, 0);
+			atomic_compare_exchange_strong(&pc->words[pc->word], &w, 0);
 		unpin(pc);
 	}
 	munmap(pc->words, CLAIM_BYTES);

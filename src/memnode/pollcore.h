@@ -1,7 +1,7 @@
 /* pollcore: which memnode of this host busy-polls on which core (D8, D83).
- * At most one per core, never core 0; a holder that stops running (SIGSTOP, a
- * hang, a starved CPU) hands its core on to a memnode that runs, within
- * POLLCORE_STALE_MS, and finds out that it lost it on its next tick. */
+ * At most POLLCORE_SHARE per core, never core 0; a holder that stops running
+ * (SIGSTOP, a hang, a starved CPU) hands its claim on to a memnode that runs,
+ * within POLLCORE_STALE_MS, and finds out that it lost it on its next tick. */
 #ifndef COMEX_POLLCORE_H
 #define COMEX_POLLCORE_H
 
@@ -16,6 +16,11 @@
  * that was preempted for a time slice or two keeps its core. */
 #define POLLCORE_TICK_NS 20000000ull
 #define POLLCORE_STALE_MS 100u
+/* Pollers that may share a core. A polling memnode yields between polls
+ * (D81), so two on one core alternate and each sees a request within a few
+ * microseconds, where a sleeping one needs a cross-core wake-up (~25 us
+ * here). A core's second claim is taken only when every core has a first. */
+#define POLLCORE_SHARE 2
 
 struct pollcore;
 
@@ -23,8 +28,8 @@ struct pollcore;
  * cannot be opened or mapped (the caller then never polls). */
 int pollcore_open(const char *dir, struct pollcore **out);
 /* Call at least every POLLCORE_TICK_NS, with now_ns(): renews this process's
- * claim, or claims a core that is free or stale. True while it holds one
- * (the calling thread is then pinned to it). */
+ * claim, or claims a free or stale one. True while it holds one (the calling
+ * thread is then pinned to its core). */
 bool pollcore_tick(struct pollcore *pc, uint64_t now);
 /* Gives the core back (at once free for another memnode) and unmaps. */
 void pollcore_close(struct pollcore *pc);
