@@ -254,10 +254,11 @@ def memnode_flags(token, pool_mib, host="127.0.0.1", port=0, extra=()):
     return ["--listen", f"{host}:{port}", "--pool", f"{pool_mib}M", "--token-file", str(token), *extra]
 
 
-# what start_memnode() learnt from a memnode's start-up log: polling_core is
-# None for a memnode that sleeps between requests, metrics_port None without
-# --metrics-listen
-MemnodeStart = collections.namedtuple("MemnodeStart", "proc port polling_core metrics_port")
+# what start_memnode() learnt from a memnode's start-up log: polling_core, the
+# core it busy-polls on alone (None when it sleeps between requests or shares
+# a core: then polling_shared is that core), metrics_port (None without
+# --metrics-listen)
+MemnodeStart = collections.namedtuple("MemnodeStart", "proc port polling_core metrics_port polling_shared")
 
 
 def _logged_int(pattern, text):
@@ -299,8 +300,9 @@ def start_memnode(comex, tmp, name, token, pool_mib, port=0, extra=(), wrap=None
             text = (read_text(log_path) or "")[start:]
             found = _logged_int(r"serving \d+ MiB on port (\d+)", text)
             if found is not None:
-                return MemnodeStart(p, found, _logged_int(r"busy-polling on core (\d+)", text),
-                                    _logged_int(r"metrics on http://\S+ \(port (\d+)\)", text))
+                return MemnodeStart(p, found, _logged_int(r"busy-polling on core (\d+)\b(?!, shared)", text),
+                                    _logged_int(r"metrics on http://\S+ \(port (\d+)\)", text),
+                                    _logged_int(r"busy-polling on core (\d+), shared", text))
             time.sleep(0.02)
     except BaseException:   # Ctrl-C while waiting: leave no memnode behind
         _kill_now(p, new_session)

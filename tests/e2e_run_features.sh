@@ -82,6 +82,9 @@ compare prot-sync 16M --wp-async false -- "$progs/prog_prot" 48
 compare signals   32M budget -- "$progs/prog_signals" 128
 # memalign/aligned_alloc/posix_memalign from 16 B to 64 KiB: aligned (mimalloc 2.0.9 was not, for some)
 compare align     16M budget -- "$progs/prog_align"
+# the runtime started (and mimalloc loaded) by a worker thread that ends;
+# what the main thread frees of later workers' blocks is reused
+compare heapowner 16M budget -- "$progs/prog_heapowner"
 # UCX's own log lines (info level prints some at every start) go to stderr,
 # never into the program's output
 UCX_LOG_LEVEL=info compare ucxlog 32M -- "$progs/prog_readsys" 128

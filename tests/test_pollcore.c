@@ -1,13 +1,15 @@
-/* test_pollcore: three memnode processes and one polling core: two share it (POLLCORE_SHARE), the third takes a claim only once its holder has not renewed it for the stale time (also across the millisecond clock's wrap) or gave it back; the holder that stood still learns it lost it and is unpinned. */
+/* test_pollcore: three memnode processes and one polling core: two share it (POLLCORE_SHARE), the third takes a claim only once its holder has not renewed it for the stale time (also across the millisecond clock's wrap) or gave it back; the holder that stood still learns it lost it and is unpinned; a sharer moves to a first claim that comes free; a larger claim file is never shrunk. */
 #include "pollcore.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -97,6 +99,20 @@ static void end(struct peer *p, int n)
 	}
 }
 
+/* The pid holding claim k of core 1, as the claim files say. */
+static uint32_t holder(unsigned k)
+{
+	char path[sizeof(dir) + 32];
+	uint64_t w = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), k ? "%s/comex-pollcores.%u" : "%s/comex-pollcores", dir, k);
+	fd = open(path, O_RDONLY);
+	CHECK(fd >= 0 && pread(fd, &w, sizeof(w), sizeof(w)) == sizeof(w));
+	close(fd);
+	return (uint32_t)(w >> 32);
+}
+
 /* Runs the hand-over sequence from time t0 (ns). */
 static void handover(uint64_t t0)
 {
@@ -121,8 +137,12 @@ static void handover(uint64_t t0)
 	CHECK(ask(c, CMD_TICK, t0 + 170 * MS) == 1);
 	CHECK(ask(c, CMD_CLOSE, 0) == 1);               /* c ends: its claim is free at once */
 	CHECK(ask(a, CMD_TICK, t0 + 171 * MS) == 1);
-	CHECK(ask(a, CMD_CLOSE, 0) == 1);
+	CHECK(holder(0) == (uint32_t)a->pid && holder(1) == (uint32_t)b->pid);
+	CHECK(ask(a, CMD_CLOSE, 0) == 1);               /* a ends: b's next tick moves it to the first claim */
+	CHECK(ask(b, CMD_TICK, t0 + 172 * MS) == 1);
+	CHECK(holder(0) == (uint32_t)b->pid && holder(1) == 0);
 	CHECK(ask(b, CMD_CLOSE, 0) == 1);
+	CHECK(holder(0) == 0);
 	end(p, 3);
 }
 
@@ -143,13 +163,25 @@ int main(void)
 		return 77;
 	}
 	CHECK(mkdtemp(dir));
-	handover(1000 * 1000 * MS);
+	{ /* a claim file larger than this build's (another version's) is never shrunk: others map it */
+		char path[sizeof(dir) + 32];
+		struct stat st;
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/comex-pollcores", dir);
+		CHECK((fd = open(path, O_RDWR | O_CREAT, 0600)) >= 0 && ftruncate(fd, 3 << 13) == 0);
+		close(fd);
+		handover(1000 * 1000 * MS);
+		CHECK(stat(path, &st) == 0 && st.st_size == 3 << 13);
+	}
 	/* the millisecond clock of a claim wraps at 2^32 ms (49.7 days) */
 	handover(((1ull << 32) - 60) * MS);
 	{
 		char path[sizeof(dir) + 32];
 
 		snprintf(path, sizeof(path), "%s/comex-pollcores", dir);
+		CHECK(unlink(path) == 0);
+		snprintf(path, sizeof(path), "%s/comex-pollcores.1", dir);
 		CHECK(unlink(path) == 0);
 		CHECK(rmdir(dir) == 0);
 	}

@@ -830,7 +830,7 @@ class Memnode:
         self.host, self.port = host, s.port
         self.addr = "%s:%d" % (host, s.port)
         self.polling_core = s.polling_core
-        self.polling = s.polling_core is not None
+        self.polling = s.polling_core is not None or s.polling_shared is not None
         if s.metrics_port is not None:
             self.metrics = "http://%s:%d/metrics" % (host, s.metrics_port)
         return self.addr

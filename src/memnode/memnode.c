@@ -604,8 +604,8 @@ int memnode_main(const struct options *o)
 		goto cleanup_serve;
 	wakeup_apply((enum wakeup_mode)opt_num(o, OPT_SCHED));
 	if (spin && !pollcore_open(POLLCORE_DIR, &m.pollcore) && !pollcore_tick(m.pollcore, now_ns()))
-		log_info("every polling core is held by a running memnode; sleeping between requests "
-			 "(until a holder stops running)");
+		log_info("every polling core is held by running memnodes (%d a core); sleeping between requests "
+			 "(until a holder stops running)", POLLCORE_SHARE);
 	wakeup_poll_yields(true);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

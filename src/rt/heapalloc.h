@@ -22,8 +22,12 @@ struct heapalloc {
 extern struct heapalloc heapalloc;
 
 /* Loads mimalloc and gives it [base, base + len) as the only memory it may
- * use. NULL, or why not (the dynamic linker's words). At the start only:
- * it takes the dynamic linker's lock. */
+ * use. NULL, or why not (the dynamic linker's words; a program that used up
+ * the static TLS surplus cannot load it: mimalloc needs 16 bytes). At the
+ * start only: it waits for the dynamic linker's lock. The calling thread
+ * (after a lazy start, any program thread) owns mimalloc's main heap; after
+ * it ended, what other threads freed of its blocks was reused all the same
+ * (measured by hand: resident size 36 MiB after one round, 71 after six). */
 const char *heapalloc_start(void *base, size_t len);
 
 #endif

@@ -1,5 +1,5 @@
 /* interpose_cxx: C++'s global operator new and delete (Itanium ABI names),
- * put in front of the C++ runtime's and mimalloc's so that every C++
+ * put in front of the C++ runtime's so that every C++
  * allocation takes comex's malloc family (interpose.c) and no C++ runtime
  * has to be loaded into C programs (docs/DECISIONS.md D17). */
 #include <dlfcn.h>
