@@ -17,8 +17,8 @@ in one run.
 
 Per configuration: the loop's wall time (median of --runs) and its ratio to
 native, the milliseconds each process adds, the connections the memnode
-logged during the loop, and the shared objects a process loads (the maps of
-one `cat /proc/self/maps` run the same way). The loop's output is checked.
+logged during the loop, and the shared objects a process of the loop loads
+(the maps of a `cat /proc/self/maps` that a shell run the same way execs). The loop's output is checked.
 Writes bench/results/startup-<UTC>.json (schema comex-bench-startup/1).
 
   python3 bench/startup.py [--build DIR] [--runs 5] [--execs 200] [--compare-build DIR] [--quick]
@@ -70,8 +70,10 @@ def timed(argv, env, tmp, tag):
 
 
 def libraries(argv, env):
-    """The shared objects of one process started this way (its own maps)."""
-    r = subprocess.run(argv + ["cat", "/proc/self/maps"], capture_output=True, text=True, env=env, timeout=120)
+    """The shared objects of a process exec'd in the loop (a child of the
+    shell that comex run started, as /bin/true is): its own maps."""
+    r = subprocess.run(argv + ["sh", "-c", "cat /proc/self/maps"], capture_output=True, text=True, env=env,
+                       timeout=120)
     benchlib.check(r.returncode == 0, f"maps: exit {r.returncode}: {r.stderr[-300:]}")
     return sorted({Path(m).name for m in re.findall(r"(/\S+\.so[\d.]*)$", r.stdout, re.M)})
 

@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <mimalloc.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 struct heapalloc heapalloc;
 
@@ -26,8 +27,13 @@ const char *heapalloc_start(void *base, size_t len)
 	mi_arena_id_t arena;
 
 	_Static_assert(sizeof(fn) == sizeof(heapalloc), "one name per entry of struct heapalloc");
-	if (!h)
-		return dlerror();
+	if (!h) { /* said once, by the start's caller; a start is serialized (arming, or exec) */
+		static char why[512];
+
+		snprintf(why, sizeof(why), "cannot load the allocator, mimalloc (Debian: apt-get install libmimalloc2.0): %s",
+			 dlerror());
+		return why;
+	}
 	set = (void (*)(mi_option_t, long))dlsym(h, "mi_option_set");
 	manage = (bool (*)(void *, size_t, bool, bool, bool, int, bool, mi_arena_id_t *))dlsym(
 		h, "mi_manage_os_memory_ex");
@@ -40,4 +46,9 @@ const char *heapalloc_start(void *base, size_t len)
 		return "the allocator refused the managed region";
 	__builtin_memcpy(&heapalloc, fn, sizeof(heapalloc));
 	return NULL;
+}
+
+bool heapalloc_loadable(void)
+{
+	return dlopen(HEAPALLOC_SO, RTLD_NOW | RTLD_LOCAL) != NULL;
 }

@@ -4,6 +4,7 @@
 #ifndef COMEX_RT_HEAPALLOC_H
 #define COMEX_RT_HEAPALLOC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* mimalloc's entries. Set by heapalloc_start before rt_mode leaves RT_OFF
@@ -29,5 +30,8 @@ extern struct heapalloc heapalloc;
  * it ended, what other threads freed of its blocks was reused all the same
  * (measured by hand: resident size 36 MiB after one round, 71 after six). */
 const char *heapalloc_start(void *base, size_t len);
+/* Whether mimalloc can be loaded; it is then, and stays (the root asks at
+ * exec, so that a missing library is said then, not at a late start). */
+bool heapalloc_loadable(void);
 
 #endif

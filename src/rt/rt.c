@@ -737,7 +737,7 @@ static bool may_wait(void)
 	log_threshold = level;
 	if (ok && (p = map_region(&len)) != -1) /* RLIMIT_AS, overcommit: said at exec too */
 		os_munmap((void *)p, len + REGION_ALIGN);
-	return ok && p != -1;
+	return ok && p != -1 && heapalloc_loadable(); /* else the start at exec says why */
 }
 
 __attribute__((constructor(101))) static void rt_init(void)
