@@ -18,7 +18,8 @@ in one run.
 Per configuration: the loop's wall time (median of --runs) and its ratio to
 native, the milliseconds each process adds, the connections the memnode
 logged during the loop, and the shared objects a process of the loop loads
-(the maps of a `cat /proc/self/maps` that a shell run the same way execs). The loop's output is checked.
+(the maps of a `cat /proc/self/maps` that a shell run the same way execs).
+The loop's output is checked.
 Writes bench/results/startup-<UTC>.json (schema comex-bench-startup/1).
 
   python3 bench/startup.py [--build DIR] [--runs 5] [--execs 200] [--compare-build DIR] [--quick]

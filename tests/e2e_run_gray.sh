@@ -182,8 +182,9 @@ fi
 # poll on, the first two busy-poll, sharing it (POLLCORE_SHARE); stopped, the
 # first loses its claim (to the second, which moves up to a core's first
 # claim, or to the third), and the third polls; resumed, the first finds
-# every claim taken and sleeps between requests. Skipped when a memnode of another test or user holds a
-# claim already, or the machine has one core; run on cores 0 and 1 only.
+# every claim taken and sleeps between requests. Skipped when a memnode of
+# another test or user holds a claim already, or the machine has one core;
+# run on cores 0 and 1 only.
 if want pollcore; then
   # the memnodes of the cases before were killed (SIGKILL): their claims are
   # free once stale, POLLCORE_STALE_MS (100 ms) after their last renewal

@@ -711,9 +711,9 @@ void rt_grow(int64_t bytes, bool may_start)
 
 /* Whether this process may wait to start: start-after set, a budget of at
  * least LAZY_SHARE times start-after, descriptors enough, and, in the root,
- * options the start would take and a region the kernel would map (checked
- * here: else the start at exec fails and says why; backup-dir's directory
- * only by the start itself). */
+ * options the start would take, a region the kernel would map and a
+ * mimalloc that loads (checked here: else the start at exec fails and says
+ * why; backup-dir's directory only by the start itself). */
 static bool may_wait(void)
 {
 	struct pager_config pc;
