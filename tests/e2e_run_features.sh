@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_features: one small program per pager feature (fork, read(2) into evicted memory, writers racing eviction, discards racing remote reads under each prefetch policy, mremap, MADV_DONTNEED, exec, signals, an evicted locale, encrypted pages, a memfd and a file mapped MAP_FIXED over evicted memory, a program's own userfaultfd, protections/JIT/locks/advice, an idle program with stdin /dev/null, aligned allocations, the embedded memnode's pool file read by an exec'd program) filling 4x --local-mem, same output as natively, remote traffic.
+# e2e_run_features: one small program per pager feature (fork, read(2) into evicted memory, writers racing eviction, discards racing remote reads under each prefetch policy, mremap, MADV_DONTNEED, exec, signals, the core-dumping signals' dispositions, an evicted locale, encrypted pages, a memfd and a file mapped MAP_FIXED over evicted memory, a program's own userfaultfd, protections/JIT/locks/advice, an idle program with stdin /dev/null, aligned allocations, the embedded memnode's pool file read by an exec'd program) filling 4x --local-mem, same output as natively, remote traffic.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_run_features: feature programs at 128 MiB under comex run --local-mem 32M match their native runs"
 
@@ -80,6 +80,10 @@ fi
 # the same on the synchronous eviction path (write-protect, copy, drop)
 compare prot-sync 16M --wp-async false -- "$progs/prog_prot" 48
 compare signals   32M budget -- "$progs/prog_signals" 128
+# the core-dumping signals' dispositions as the program sets and reads them,
+# before the lazy start, after it and in a forked child before its take-over
+# (the runtime's handler standing in for SIG_DFL must never show: D48)
+compare sigdisp   16M budget -- "$progs/prog_sigdisp" 64
 # memalign/aligned_alloc/posix_memalign from 16 B to 64 KiB: aligned (mimalloc 2.0.9 was not, for some)
 compare align     16M budget -- "$progs/prog_align"
 # the runtime started (and mimalloc loaded) by a worker thread that ends;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_startup: processes under comex run --memnode (TCP) that stay within their budget load neither UCX nor OpenSSL and open no connection of their own; nor does one with the embedded memnode; option encrypt loads OpenSSL and option shm the UCX plugin (docs/DECISIONS.md D80); a short process starts no runtime thread, no userfaultfd and no region (start-after, D87), a growing one starts them and pages; a region RLIMIT_AS refuses is said at exec.
+# e2e_run_startup: processes under comex run --memnode (TCP) that stay within their budget load neither UCX nor OpenSSL and open no connection of their own; nor does one with the embedded memnode; option encrypt loads OpenSSL and option shm the UCX plugin (docs/DECISIONS.md D80); a short process starts no runtime thread, no userfaultfd and no region (start-after, D87), a growing one starts them and pages; a region RLIMIT_AS refuses, or mimalloc missing, is said at exec; a late start that cannot make its threads leaves the program unmanaged.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_run_startup: libraries a managed process loads, and the connections 20 short processes open"
 memnode_start || finish
@@ -69,6 +69,50 @@ if want rlimit; then
     echo "ok: rlimit: refused at exec with RLIMIT_AS of 8 GB"
   else
     fail rlimit "exit $rc, out '$(cat "$dir/rlimit.out")' (want 126 and no output): $(tail -n 2 "$dir/rlimit.err")"
+  fi
+fi
+# the allocator missing (mimalloc hidden by /dev/null bound over it in a
+# mount namespace of the run's own) is said at exec, naming the package: exit
+# 126, the program not run, never a late start leaving it unmanaged (D87)
+if want noalloc; then
+  mi=$(readlink -f "$(ldconfig -p | awk '/libmimalloc\.so\.2 /{print $NF; exit}')" 2>/dev/null)
+  if [ -z "$mi" ] || [ ! -f "$mi" ] || ! unshare -m true 2>/dev/null; then
+    echo "skip: noalloc: needs mimalloc in the linker cache and unshare -m (root)"
+  else
+    unshare -m sh -c 'mount --bind /dev/null "$1" && shift && exec "$@"' sh "$mi" "${tcp[@]}" -- echo ran \
+      >"$dir/noalloc.out" 2>"$dir/noalloc.err"; rc=$?
+    if [ $rc -eq 126 ] && grep -q 'cannot load the allocator, mimalloc (Debian: apt-get install libmimalloc2.0)' \
+       "$dir/noalloc.err" && [ ! -s "$dir/noalloc.out" ]; then
+      echo "ok: noalloc: refused at exec, naming the package"
+    else
+      fail noalloc "exit $rc, out '$(cat "$dir/noalloc.out")' (want 126 and no output): $(tail -n 2 "$dir/noalloc.err")"
+    fi
+  fi
+fi
+# a late start that cannot make all the runtime's threads (the program alone
+# in a pids cgroup of 3 tasks: two are made, the third refused) leaves it
+# unmanaged, output as natively, with a warning: the program is running and
+# must not be stopped (D41). The start makes every thread, parked, before the
+# pager registers anything; those made then end.
+if want threadlimit; then
+  pg=/sys/fs/cgroup/pids/comex-test-$$
+  if ! mkdir "$pg" 2>/dev/null; then
+    echo "skip: threadlimit: no pids cgroup (v1) to make here"
+  else
+    echo 3 >"$pg/pids.max"
+    native threadlimit "$progs/prog_dontneed" 64 || fail threadlimit "native run failed"
+    "${tcp[@]}" --local-mem 16M --start-after 256K -- sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' \
+      sh "$pg" "$progs/prog_dontneed" 64 >"$dir/threadlimit.comex" 2>"$dir/threadlimit.err"; rc=$?
+    rmdir "$pg"
+    if [ $rc -ne 0 ]; then
+      fail threadlimit "exit $rc (want 0, unmanaged): $(tail -n 2 "$dir/threadlimit.err")"
+    elif ! cmp -s "$dir/threadlimit.native" "$dir/threadlimit.comex"; then
+      fail threadlimit "output differs from the native run"
+    elif ! grep -q "cannot start the runtime's threads; .* goes on without comex" "$dir/threadlimit.err"; then
+      fail threadlimit "no warning that it went on unmanaged: $(tail -n 2 "$dir/threadlimit.err")"
+    else
+      echo "ok: threadlimit: went on unmanaged, output as natively"
+    fi
   fi
 fi
 # a program that grows past it: the runtime starts on the thread that crossed it

@@ -9,6 +9,7 @@
  * in, and a handler of its own replaces the runtime's. docs/DECISIONS.md D48. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -34,17 +35,25 @@ static bool dumps_core(int sig)
 
 static uint64_t standing;            /* bit per signal: the runtime's handler stands in for SIG_DFL */
 static struct sigaction asked[SIGSYS + 1]; /* what the program set there: SIG_DFL, its flags and mask */
-static int busy;                     /* a spin lock over both: sigaction may be called from handlers */
+static int busy; /* a spin lock over both, held with every signal blocked: a handler may call sigaction */
 static int (*next_sigaction)(int, const struct sigaction *, struct sigaction *);
 static __sighandler_t (*next_signal)(int, __sighandler_t);
 
-static void spin_lock(void)
+static void spin_lock(sigset_t *saved)
 {
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, saved);
 	while (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
 		;
 }
 
-static void spin_unlock(void) { __atomic_store_n(&busy, 0, __ATOMIC_RELEASE); }
+static void spin_unlock(const sigset_t *saved)
+{
+	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+	pthread_sigmask(SIG_SETMASK, saved, NULL);
+}
 
 static bool stands_in(int sig) { return __atomic_load_n(&standing, __ATOMIC_ACQUIRE) >> sig & 1; }
 
@@ -62,14 +71,15 @@ static void on_core_signal(int sig, siginfo_t *si, void *uc)
 {
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
 	int saved = errno;
+	sigset_t mask;
 
 	(void)uc;
 	if (!rt_internal) /* on a runtime thread: a crash of the runtime, nothing can be served */
 		home_for_core();
-	spin_lock();
+	spin_lock(&mask);
 	real_sigaction(sig, &dfl, NULL);
 	__atomic_fetch_and(&standing, ~(1ull << sig), __ATOMIC_RELEASE);
-	spin_unlock();
+	spin_unlock(&mask);
 	if (si->si_code <= 0 || !(sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE))
 		raw6(SYS_tgkill, getpid(), os_gettid(), sig, 0, 0, 0);
 	errno = saved;
@@ -83,20 +93,24 @@ static int stand_in(int sig, struct sigaction *old)
 	return real_sigaction(sig, &ours, old);
 }
 
+/* Each disposition is read and replaced under the lock, which every
+ * sigaction of a core-dumping signal takes: a handler another thread set
+ * between the two would be overwritten. */
 void interpose_sig_install(void)
 {
 	next_signal = (__sighandler_t (*)(int, __sighandler_t))dlsym(RTLD_NEXT, "signal");
 	for (int sig = 1; sig <= SIGSYS; sig++) {
 		struct sigaction cur;
+		sigset_t mask;
 
-		if (!dumps_core(sig) || real_sigaction(sig, NULL, &cur) || cur.sa_handler != SIG_DFL)
+		if (!dumps_core(sig))
 			continue;
-		spin_lock();
-		if (!stand_in(sig, NULL)) {
+		spin_lock(&mask);
+		if (!real_sigaction(sig, NULL, &cur) && cur.sa_handler == SIG_DFL && !stand_in(sig, NULL)) {
 			asked[sig] = cur;
 			__atomic_fetch_or(&standing, 1ull << sig, __ATOMIC_RELEASE);
 		}
-		spin_unlock();
+		spin_unlock(&mask);
 	}
 }
 
@@ -119,22 +133,28 @@ static int while_standing(int sig, const struct sigaction *act, struct sigaction
 	return 0;
 }
 
+/* Every call for a core-dumping signal takes the lock, managed or not yet:
+ * one that read rt_mode just before the start published it would otherwise
+ * set its handler between interpose_sig_install's read and its stand-in. */
 EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
+	sigset_t mask;
 	int r;
 
-	if (!dumps_core(sig) || __atomic_load_n(&rt_mode, __ATOMIC_ACQUIRE) != RT_MANAGED)
+	if (!dumps_core(sig))
 		return real_sigaction(sig, act, old);
-	spin_lock();
-	if (stands_in(sig))
+	spin_lock(&mask);
+	if (stands_in(sig)) {
 		r = while_standing(sig, act, old);
-	else if (act && act->sa_handler == SIG_DFL && !(r = stand_in(sig, old))) {
-		asked[sig] = *act;
-		__atomic_fetch_or(&standing, 1ull << sig, __ATOMIC_RELEASE);
-	} else if (!act || act->sa_handler != SIG_DFL) {
+	} else if (act && act->sa_handler == SIG_DFL && __atomic_load_n(&rt_mode, __ATOMIC_ACQUIRE) == RT_MANAGED) {
+		if (!(r = stand_in(sig, old))) {
+			asked[sig] = *act;
+			__atomic_fetch_or(&standing, 1ull << sig, __ATOMIC_RELEASE);
+		}
+	} else {
 		r = real_sigaction(sig, act, old);
 	}
-	spin_unlock();
+	spin_unlock(&mask);
 	return r;
 }
 
@@ -144,7 +164,7 @@ EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
 {
 	struct sigaction sa = { .sa_handler = handler, .sa_flags = SA_RESTART }, old;
 
-	if (!dumps_core(sig) || __atomic_load_n(&rt_mode, __ATOMIC_ACQUIRE) != RT_MANAGED) {
+	if (!dumps_core(sig)) {
 		if (!next_signal)
 			next_signal = (__sighandler_t (*)(int, __sighandler_t))dlsym(RTLD_NEXT, "signal");
 		return next_signal(sig, handler);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
@@ -452,18 +453,6 @@ int rt_start_thread(void *(*fn)(void *), void *arg, const char *name, pthread_t 
 	return 0;
 }
 
-/* A thread the runtime cannot start without */
-static void start_thread(void *(*fn)(void *), void *arg, const char *name)
-{
-	int err = rt_start_thread(fn, arg, name, NULL);
-
-	if (err) {
-		errno = -err;
-		log_error("cannot start the %s thread: %m", name);
-		fail("start-up failed");
-	}
-}
-
 enum fault_handlers { FAULT_HANDLERS_PER_CPU, FAULT_HANDLERS_ONE }; /* option fault-handlers, in its order */
 
 /* per-cpu handlers only up to this many CPUs in the program's affinity: a
@@ -472,27 +461,85 @@ enum fault_handlers { FAULT_HANDLERS_PER_CPU, FAULT_HANDLERS_ONE }; /* option fa
  * the cross-core wake-up it saves. Wider programs get one handler (D32). */
 #define PER_CPU_MAX 8
 
-/* fault-handlers per-cpu: one pinned handler per CPU the program may run
- * on (a thread that faults wakes the one on its own CPU); one: a single
- * unpinned handler that busy-polls handler-spin after each fault. A fork
- * waits until they serve (fork_prepare), not the start of every process. */
-static void start_handlers(void)
+/* The runtime's threads are all made before the pager starts, each parked
+ * until it has (go): a process that cannot make them all (at its thread or
+ * memory limit) is then left as any start that fails leaves it, unmanaged
+ * for a late start, instead of with a registered region no handler serves. */
+#define RT_THREADS (PER_CPU_MAX + 5) /* handlers, reclaimer, watchdog, members, home, backup */
+static struct parked { void *(*fn)(void *); void *arg; } parked[RT_THREADS];
+static unsigned nparked;
+static int go; /* futex word: 0 parked, 1 run fn, -1 end */
+
+static void *parked_main(void *arg)
+{
+	const struct parked *p = arg;
+	int g;
+
+	while (!(g = __atomic_load_n(&go, __ATOMIC_ACQUIRE)))
+		os_futex_wait(&go, 0, NULL);
+	return g > 0 ? p->fn(p->arg) : NULL;
+}
+
+static int park(void *(*fn)(void *), void *arg, const char *name)
+{
+	int err;
+
+	if (nparked == RT_THREADS)
+		return -E2BIG;
+	parked[nparked] = (struct parked){ fn, arg };
+	if ((err = rt_start_thread(parked_main, &parked[nparked], name, NULL))) {
+		errno = -err;
+		log_error("cannot start the %s thread: %m", name);
+		return err;
+	}
+	nparked++;
+	return 0;
+}
+
+static void unpark(int how)
+{
+	__atomic_store_n(&go, how, __ATOMIC_RELEASE);
+	os_futex_wake(&go, INT_MAX);
+}
+
+static void *backup_main(void *arg)
+{
+	return backup_on() ? backup_writer(arg) : NULL; /* backup-dir given: pager_init opened the file */
+}
+
+/* Parks every thread of the runtime: fault-handlers per-cpu, one pinned
+ * handler per CPU the program may run on (a thread that faults wakes the
+ * one on its own CPU); one, a single unpinned handler that busy-polls
+ * handler-spin after each fault. A fork waits until they serve
+ * (fork_prepare), not the start of every process. Their number in
+ * *handlers; on failure those made end. */
+static int park_threads(unsigned *handlers)
 {
 	cpu_set_t set;
-	int n = 0;
+	unsigned n = 0;
+	int err = 0;
 
+	nparked = 0;
+	go = 0; /* a forked child's copy of its parent's 1 */
 	if (opt_num(&opts, OPT_FAULT_HANDLERS) == FAULT_HANDLERS_PER_CPU && !sched_getaffinity(0, sizeof(set), &set) &&
 	    CPU_COUNT(&set) <= PER_CPU_MAX) {
-		for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
-			if (CPU_ISSET(cpu, &set)) {
-				start_thread(handler_main, (void *)(intptr_t)cpu, "comex-fault");
+		for (int cpu = 0; cpu < CPU_SETSIZE && !err; cpu++)
+			if (CPU_ISSET(cpu, &set) && !(err = park(handler_main, (void *)(intptr_t)cpu, "comex-fault")))
 				n++;
-			}
-	} else {
-		start_thread(handler_main, (void *)(intptr_t)-1, "comex-fault");
+	} else if (!(err = park(handler_main, (void *)(intptr_t)-1, "comex-fault"))) {
 		n++;
 	}
-	handlers_up = n;
+	if (!err && opt_num(&opts, OPT_RECLAIMER))
+		err = park(reclaimer_main, NULL, "comex-reclaim");
+	if (!err && !(err = park(watchdog_main, NULL, "comex-watchdog")) &&
+	    !(err = park(membership_main, NULL, "comex-members")) && !(err = park(home_main, NULL, "comex-home")) &&
+	    *opt_str(&opts, OPT_BACKUP_DIR))
+		err = park(backup_main, NULL, "comex-backup");
+	if (err)
+		unpark(-1);
+	else
+		*handlers = n;
+	return err;
 }
 
 static void note_nodes(struct comex_client *cl)
@@ -546,6 +593,7 @@ static const char *start(bool take_over)
 	struct comex_client *cl;
 	struct pager_config pc;
 	const char *why = nofile_short();
+	unsigned handlers;
 	bool async;
 	int uffd, err;
 
@@ -577,18 +625,16 @@ static const char *start(bool take_over)
 		why = "pager start-up failed";
 		goto disconnect;
 	}
+	if (park_threads(&handlers)) {
+		why = "cannot start the runtime's threads";
+		goto disconnect;
+	}
 	stats->local_mem_bytes = local_mem;
 	pc.async = async;
 	if (take_over ? pager_reattach(&pc) : pager_init(&pc))
 		fail("pager start-up failed"); /* half made: the region may be registered */
-	start_handlers();
-	if (opt_num(&opts, OPT_RECLAIMER))
-		start_thread(reclaimer_main, NULL, "comex-reclaim");
-	start_thread(watchdog_main, NULL, "comex-watchdog");
-	start_thread(membership_main, NULL, "comex-members");
-	start_thread(home_main, NULL, "comex-home");
-	if (backup_on())
-		start_thread(backup_writer, NULL, "comex-backup");
+	handlers_up = (int)handlers;
+	unpark(1);
 	log_debug("managing %p-%p, budget %llu pages", (void *)rt_heap_lo, (void *)rt_region_hi,
 		  (unsigned long long)pc.budget_pages);
 	return NULL;

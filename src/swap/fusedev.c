@@ -273,8 +273,10 @@ static int worker_init(struct worker *w, struct fusedev *d)
 		       -1, 0);
 
 	if (b == MAP_FAILED) {
+		int err = errno ? -errno : -ENOMEM; /* never 0: the caller then has no worker */
+
 		log_error("cannot map %u bytes of FUSE buffers: %m", REQ_BUF + FUSEDEV_MAX_IO);
-		return -errno;
+		return err;
 	}
 	*w = (struct worker){ .d = d, .fd = d->fd, .req = b, .reply = (uint8_t *)b + REQ_BUF };
 	return 0;
@@ -312,7 +314,7 @@ static int worker_clone(struct worker *w, uint64_t spin_ns)
 int fusedev_serve(struct fusedev *d, unsigned threads, uint64_t spin_ns)
 {
 	struct worker w[MAX_THREADS] = { 0 };
-	unsigned started = 1;
+	unsigned started = 1, ready = 0;
 	int err = 0, uerr = 0;
 
 	if (d->uring_serves) {
@@ -324,18 +326,20 @@ int fusedev_serve(struct fusedev *d, unsigned threads, uint64_t spin_ns)
 		threads = 1;
 	if (threads > MAX_THREADS)
 		threads = MAX_THREADS;
-	for (unsigned i = 0; i < threads && !err; i++)
-		err = worker_init(&w[i], d);
+	while (ready < threads && !(err = worker_init(&w[ready], d)))
+		ready++;
+	if (!ready)
+		return err;
 	if (!err && spin_ns)
 		err = worker_clone(&w[0], spin_ns);
-	for (; started < threads && !err; started++)
-		err = -pthread_create(&w[started].tid, NULL, serve, &w[started]);
+	while (started < ready && !err && !(err = -pthread_create(&w[started].tid, NULL, serve, &w[started])))
+		started++;
 	if (err)
 		log_error("cannot start FUSE request thread %u: %s", started, strerror(-err));
 	serve(&w[0]);
 	for (unsigned i = 1; i < started; i++)
 		pthread_join(w[i].tid, NULL);
-	for (unsigned i = 0; i < threads; i++)
+	for (unsigned i = 0; i < ready; i++)
 		worker_fini(&w[i]);
 	if (d->uring)
 		uerr = fuse_uring_join(d->uring); /* its threads end with the connection, as the readers */
@@ -427,17 +431,19 @@ static int answer_init(struct fusedev *d, enum fusedev_uring mode)
 	size_t n;
 	int err = worker_init(&w, d);
 
-	if (err || (err = next_request(&w, &n)))
-		goto fini;
+	if (err)
+		return err;
+	if ((err = next_request(&w, &n)))
+		goto fini_worker;
 	h = (const void *)w.req;
 	if (h->opcode != FUSE_INIT || n < sizeof(*h) + sizeof(struct fuse_init_in)) {
 		err = -EPROTO;
-		goto fini;
+		goto fini_worker;
 	}
 	if (!(err = uring_prepare(d, mode, (const void *)(h + 1))) &&
 	    !(err = do_init(&w, h->unique, (const void *)(h + 1), d->uring != NULL)) && d->uring)
 		err = uring_start(d, mode);
-fini:
+fini_worker:
 	worker_fini(&w);
 	return err;
 }
