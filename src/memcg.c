@@ -200,6 +200,11 @@ int memcg_open(uint64_t *limit_out)
 	return 0;
 }
 
+void memcg_close(void)
+{
+	close_files();
+}
+
 int memcg_usage(uint64_t *limit_out, uint64_t *usage_out)
 {
 	char d[PATH_MAX + 32], buf[64];

@@ -16,6 +16,8 @@
 /* Finds the binding cgroup and keeps its files open for memcg_room; its
  * limit in bytes. -ENOENT when the program runs under no memory limit. */
 int memcg_open(uint64_t *limit_out);
+/* Closes what memcg_open kept open (a start that failed after it). */
+void memcg_close(void);
 /* The binding cgroup's limit and usage now (usage_out may be NULL), in
  * bytes, opening nothing that stays open (for the launcher and the
  * memnode); -ENOENT when no limit. */

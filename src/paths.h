@@ -5,6 +5,9 @@
 #ifndef COMEX_PATHS_H
 #define COMEX_PATHS_H
 
+/* The runtime comex run preloads into its program */
+#define PATHS_RT_LIB "libcomex-rt.so"
+
 /* mkdir -p the first len bytes of path (mode 0755; existing ones are left as
  * they are). 0, or -1 with errno set. */
 int paths_make_dirs(const char *path, unsigned long len);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_startup: processes under comex run --memnode (TCP) that stay within their budget load neither UCX nor OpenSSL and open no connection of their own; nor does one with the embedded memnode; option encrypt loads OpenSSL and option shm the UCX plugin (docs/DECISIONS.md D80); a short process starts no runtime thread, no userfaultfd and no region (start-after, D87), a growing one starts them and pages; a region RLIMIT_AS refuses, or mimalloc missing, is said at exec; a late start that cannot make its threads leaves the program unmanaged.
+# e2e_run_startup: processes under comex run --memnode (TCP) that stay within their budget load neither UCX nor OpenSSL and open no connection of their own; nor does one with the embedded memnode; option encrypt loads OpenSSL and option shm the UCX plugin (docs/DECISIONS.md D80); a short process starts no runtime thread, no userfaultfd and no region (start-after, D87), a growing one starts them and pages; a region RLIMIT_AS refuses, or mimalloc missing, is said at exec; a late start that cannot make its threads leaves the program unmanaged; comex top lists a waiting process as not paging.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_run_startup: libraries a managed process loads, and the connections 20 short processes open"
 memnode_start || finish
@@ -76,11 +76,11 @@ fi
 # 126, the program not run, never a late start leaving it unmanaged (D87)
 if want noalloc; then
   mi=$(readlink -f "$(ldconfig -p | awk '/libmimalloc\.so\.2 /{print $NF; exit}')" 2>/dev/null)
-  if [ -z "$mi" ] || [ ! -f "$mi" ] || ! unshare -m true 2>/dev/null; then
-    echo "skip: noalloc: needs mimalloc in the linker cache and unshare -m (root)"
+  if [ -z "$mi" ] || [ ! -f "$mi" ] || ! unshare -m sh -c 'mount --bind /dev/null "$1"' sh "$mi" 2>/dev/null; then
+    echo "skip: noalloc: needs mimalloc in the linker cache and unshare -m with a bind mount (root)"
   else
-    unshare -m sh -c 'mount --bind /dev/null "$1" && shift && exec "$@"' sh "$mi" "${tcp[@]}" -- echo ran \
-      >"$dir/noalloc.out" 2>"$dir/noalloc.err"; rc=$?
+    timeout -k 10 "$hang_guard" unshare -m sh -c 'mount --bind /dev/null "$1" && shift && exec "$@"' sh "$mi" \
+      "${tcp[@]}" -- echo ran >"$dir/noalloc.out" 2>"$dir/noalloc.err"; rc=$?
     if [ $rc -eq 126 ] && grep -q 'cannot load the allocator, mimalloc (Debian: apt-get install libmimalloc2.0)' \
        "$dir/noalloc.err" && [ ! -s "$dir/noalloc.out" ]; then
       echo "ok: noalloc: refused at exec, naming the package"
@@ -96,14 +96,17 @@ fi
 # pager registers anything; those made then end.
 if want threadlimit; then
   pg=/sys/fs/cgroup/pids/comex-test-$$
-  if ! mkdir "$pg" 2>/dev/null; then
+  if ! mkdir "$pg" 2>/dev/null || ! echo 3 >"$pg/pids.max"; then
+    rmdir "$pg" 2>/dev/null
     echo "skip: threadlimit: no pids cgroup (v1) to make here"
   else
-    echo 3 >"$pg/pids.max"
+    trap 'cleanup; rmdir "$pg" 2>/dev/null' EXIT
     native threadlimit "$progs/prog_dontneed" 64 || fail threadlimit "native run failed"
-    "${tcp[@]}" --local-mem 16M --start-after 256K -- sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' \
-      sh "$pg" "$progs/prog_dontneed" 64 >"$dir/threadlimit.comex" 2>"$dir/threadlimit.err"; rc=$?
-    rmdir "$pg"
+    timeout -k 10 "$hang_guard" "${tcp[@]}" --local-mem 16M --start-after 256K -- \
+      sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$pg" "$progs/prog_dontneed" 64 \
+      >"$dir/threadlimit.comex" 2>"$dir/threadlimit.err"; rc=$?
+    rmdir "$pg" || fail threadlimit "cannot remove the pids cgroup $pg"
+    trap cleanup EXIT
     if [ $rc -ne 0 ]; then
       fail threadlimit "exit $rc (want 0, unmanaged): $(tail -n 2 "$dir/threadlimit.err")"
     elif ! cmp -s "$dir/threadlimit.native" "$dir/threadlimit.comex"; then
@@ -119,6 +122,24 @@ fi
 compare lazygrow 32M budget --memnode "127.0.0.1:$mn_port" --token-file "$dir/token" --start-after 512K -- \
   "$progs/prog_mt" 96
 
+# a process waiting to start (a shell under start-after) is listed by comex
+# top as not paging, and comex top PID says why it has nothing to show
+if want top; then
+  "${tcp[@]}" -- sh -c 'sleep 30; true' >/dev/null 2>&1 & launcher=$!; pids+=("$launcher")
+  for _ in $(seq 100); do shell=$(pgrep -P "$launcher" -x sh) && break; sleep 0.1; done
+  "$bin" top --once --interval 0.2 >"$dir/top.out" 2>&1
+  "$bin" top --once "${shell:-0}" >"$dir/top1.out" 2>&1; rc=$?
+  pkill -P "${shell:-0}" sleep; wait "$launcher"
+  if [ -z "$shell" ]; then
+    fail top "the shell under comex run did not start"
+  elif ! grep -q "^not paging (smaller than start-after, or unmanaged):.* $shell sh" "$dir/top.out"; then
+    fail top "comex top does not list the waiting shell $shell: $(tail -n 2 "$dir/top.out")"
+  elif [ $rc -ne 1 ] || ! grep -q "process $shell (sh) runs under comex but pages nothing" "$dir/top1.out"; then
+    fail top "comex top $shell: exit $rc, '$(cat "$dir/top1.out")'"
+  else
+    echo "ok: top: the waiting shell listed as not paging"
+  fi
+fi
 # 20 short processes and a shell: one connection, the launcher's check
 before=$(grep -c ': connected$' "$dir/memnode.err")
 if "${tcp[@]}" -- sh -c 'for i in $(seq 20); do /bin/true; done; echo done' >"$dir/loop.out" 2>"$dir/loop.err" \

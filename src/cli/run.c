@@ -295,8 +295,8 @@ static int preload(void)
 	char dir[PATH_MAX], lib[PATH_MAX + 64], val[2 * PATH_MAX + 80];
 	const char *old = getenv("LD_PRELOAD");
 
-	if (paths_own_dir(dir, sizeof(dir)) || paths_find_lib(dir, "libcomex-rt.so", lib, sizeof(lib))) {
-		log_error("cannot find the runtime libcomex-rt.so next to %s or in %s/../lib/comex", dir, dir);
+	if (paths_own_dir(dir, sizeof(dir)) || paths_find_lib(dir, PATHS_RT_LIB, lib, sizeof(lib))) {
+		log_error("cannot find the runtime " PATHS_RT_LIB " next to %s or in %s/../lib/comex", dir, dir);
 		return -ENOENT;
 	}
 	snprintf(val, sizeof(val), "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");

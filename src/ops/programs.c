@@ -3,6 +3,7 @@
 #include "programs.h"
 
 #include "clock.h"
+#include "paths.h"
 
 #include <dirent.h>
 #include <stdbool.h>
@@ -120,6 +121,69 @@ const struct program *programs_find(const struct program *p, size_t n, int pid)
 		if (p[i].pid == pid)
 			return &p[i];
 	return NULL;
+}
+
+/* Whether pid was started with the runtime preloaded: its LD_PRELOAD, as
+ * exec'd (a program may change its environment later, rarely this). The
+ * environment is read whole: comex run's LD_PRELOAD tends to come last. */
+#define ENV_MAX (2u << 20) /* an environment and arguments together: ARG_MAX's usual 2 MiB */
+static bool preloaded(int pid)
+{
+	static const char key[] = "LD_PRELOAD=";
+	static char *buf;
+	char path[64];
+	size_t n = 0;
+	ssize_t r = 1;
+	int fd;
+
+	if (!buf && !(buf = malloc(ENV_MAX + 1)))
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	while (n < ENV_MAX && (r = read(fd, buf + n, ENV_MAX - n)) > 0)
+		n += (size_t)r;
+	close(fd);
+	buf[n] = 0;
+	for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
+		if (!strncmp(buf + i, key, sizeof(key) - 1))
+			return strstr(buf + i, PATHS_RT_LIB) != NULL;
+	return false;
+}
+
+static int by_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+size_t programs_waiting(int pid, struct waiting *out, size_t cap)
+{
+	int pids[4096];
+	size_t n = 0, found = 0;
+	const struct stats *s;
+	struct dirent *d;
+	DIR *dir = pid > 0 ? NULL : opendir("/proc");
+
+	if (pid > 0)
+		pids[n++] = pid;
+	while (dir && n < sizeof(pids) / sizeof(pids[0]) && (d = readdir(dir)))
+		if (d->d_name[0] >= '1' && d->d_name[0] <= '9')
+			pids[n++] = atoi(d->d_name);
+	if (dir)
+		closedir(dir);
+	qsort(pids, n, sizeof(pids[0]), by_int);
+	for (size_t i = 0; i < n && found < cap; i++) {
+		if (pids[i] == getpid() || !preloaded(pids[i]))
+			continue;
+		if (!stats_open(pids[i], &s)) { /* it publishes counters: a program of programs_snapshot */
+			stats_close(s);
+			continue;
+		}
+		out[found].pid = pids[i];
+		read_comm(pids[i], out[found].comm, sizeof(out[found].comm));
+		found++;
+	}
+	return found;
 }
 
 static int by_name(const void *a, const void *b)

@@ -22,6 +22,16 @@ struct program {
 int programs_snapshot(int pid, struct program **out, size_t *n_out);
 /* The entry for pid in a snapshot, or NULL. */
 const struct program *programs_find(const struct program *p, size_t n, int pid);
+/* The processes (only pid when pid > 0) that were started with the runtime
+ * preloaded but publish no counters: waiting to start it (smaller than
+ * start-after, D87) or going on unmanaged (D41). Found through their
+ * environment (/proc/PID/environ: this user's processes, every one for
+ * root); by increasing pid, at most cap, into out. Returns how many. */
+struct waiting {
+	int pid;
+	char comm[32];
+};
+size_t programs_waiting(int pid, struct waiting *out, size_t cap);
 struct swapdev {
 	char name[64];          /* the device's name in swap-dir */
 	struct swapd_stats s;   /* a copy taken by swapdevs_snapshot() */

@@ -121,11 +121,16 @@ static void print_swap_row(const struct swapdev *cur, const struct swapdev *prev
 	       (unsigned long long)cur->s.errors, cur->s.memnodes, prev ? "" : " (since start)");
 }
 
-/* One frame's counters: the programs, and (all programs watched) the swap devices */
+/* Processes under comex that are not paging, listed after the programs */
+#define WAITING_SHOWN 32
+
+/* One frame's counters: the programs, and (all programs watched) the swap
+ * devices and the processes waiting to start their runtime */
 struct snap {
 	struct program *p;
 	struct swapdev *d;
-	size_t np, nd;
+	size_t np, nd, nw;
+	struct waiting w[WAITING_SHOWN];
 };
 
 static int snapshot(int pid, struct snap *out)
@@ -135,9 +140,22 @@ static int snapshot(int pid, struct snap *out)
 
 	if (!err && pid <= 0 && (err = swapdevs_snapshot(&s.d, &s.nd)))
 		free(s.p);
-	if (!err)
+	if (!err) {
+		s.nw = pid > 0 ? 0 : programs_waiting(0, s.w, WAITING_SHOWN);
 		*out = s;
+	}
 	return err;
+}
+
+/* The processes waiting to start (or unmanaged), on one line */
+static void print_waiting(const struct snap *cur)
+{
+	if (!cur->nw)
+		return;
+	printf("not paging (smaller than start-after, or unmanaged):");
+	for (size_t i = 0; i < cur->nw; i++)
+		printf(" %d %s%s", cur->w[i].pid, cur->w[i].comm, i + 1 < cur->nw ? "," : "");
+	printf("%s\n", cur->nw == WAITING_SHOWN ? ", ..." : "");
 }
 
 static void snap_free(struct snap *s)
@@ -162,6 +180,7 @@ static void print_frame(const struct snap *cur, const struct snap *prev, double 
 	       "PFCOV", "RD_MB/s", "WR_MB/s", "MEMNODES");
 	for (size_t i = 0; i < cur->np; i++)
 		print_row(&cur->p[i], programs_find(prev->p, prev->np, cur->p[i].pid), dt);
+	print_waiting(cur);
 	if (cur->nd) {
 		printf("\n%zu comex swap device%s (request latency percentiles in us)\n", cur->nd, cur->nd == 1 ? "" : "s");
 		printf("%-15s %7s %9s %9s %6s %8s %8s %8s %7s %7s %7s %7s %8s %8s %7s %s\n", "SWAP", "PID", "SIZE",
@@ -180,8 +199,15 @@ int top_main(const struct top_args *a)
 	int err;
 
 	if ((err = snapshot(a->pid, &prev))) {
-		log_error("top: process %d is not running under comex, or its runtime has not started (under "
-			  "start-after) (no /dev/shm/comex-stats.%d)", a->pid, a->pid);
+		struct waiting w;
+
+		if (programs_waiting(a->pid, &w, 1))
+			log_error("top: process %d (%s) runs under comex but pages nothing: its runtime has not started "
+				  "(it has allocated less than start-after), or could not and it goes on unmanaged",
+				  a->pid, w.comm);
+		else
+			log_error("top: process %d is not running under comex (no /dev/shm/comex-stats.%d)", a->pid,
+				  a->pid);
 		return 1;
 	}
 	t_prev = now_s();

@@ -46,7 +46,7 @@ static void spin_lock(sigset_t *saved)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, saved);
 	while (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
-		;
+		cpu_relax();
 }
 
 static void spin_unlock(const sigset_t *saved)
@@ -57,11 +57,36 @@ static void spin_unlock(const sigset_t *saved)
 
 static bool stands_in(int sig) { return __atomic_load_n(&standing, __ATOMIC_ACQUIRE) >> sig & 1; }
 
+/* The C library's sigaction and signal, looked up before the lock is taken:
+ * dlsym takes the dynamic linker's lock, which a thread in dlopen holds
+ * while a library constructor of its calls sigaction. */
+static void resolve(void)
+{
+	if (!__atomic_load_n(&next_sigaction, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&next_sigaction,
+				 (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction"),
+				 __ATOMIC_RELEASE);
+	if (!__atomic_load_n(&next_signal, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&next_signal, (__sighandler_t (*)(int, __sighandler_t))dlsym(RTLD_NEXT, "signal"),
+				 __ATOMIC_RELEASE);
+}
+
 static int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	if (!next_sigaction)
-		next_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
 	return next_sigaction(sig, act, old);
+}
+
+/* A fork while another thread held the lock leaves the child's copy held
+ * by nobody: the child has only the forking thread. */
+static void forked_child(void)
+{
+	__atomic_store_n(&busy, 0, __ATOMIC_RELAXED);
+}
+
+__attribute__((constructor)) static void sig_init(void)
+{
+	resolve();
+	pthread_atfork(NULL, NULL, forked_child);
 }
 
 /* A fault's own signal comes again when the faulting instruction runs
@@ -98,7 +123,7 @@ static int stand_in(int sig, struct sigaction *old)
  * between the two would be overwritten. */
 void interpose_sig_install(void)
 {
-	next_signal = (__sighandler_t (*)(int, __sighandler_t))dlsym(RTLD_NEXT, "signal");
+	resolve();
 	for (int sig = 1; sig <= SIGSYS; sig++) {
 		struct sigaction cur;
 		sigset_t mask;
@@ -141,6 +166,7 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
 	sigset_t mask;
 	int r;
 
+	resolve();
 	if (!dumps_core(sig))
 		return real_sigaction(sig, act, old);
 	spin_lock(&mask);
@@ -159,15 +185,18 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
 }
 
 /* The C library's signal() calls its own sigaction: BSD semantics, as it
- * gives them (restarting, the signal itself blocked in its handler). */
+ * gives them (restarting, the signal itself blocked in its handler; for
+ * the core-dumping signals siginterrupt() is not followed). */
 EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
 {
 	struct sigaction sa = { .sa_handler = handler, .sa_flags = SA_RESTART }, old;
 
-	if (!dumps_core(sig)) {
-		if (!next_signal)
-			next_signal = (__sighandler_t (*)(int, __sighandler_t))dlsym(RTLD_NEXT, "signal");
+	resolve();
+	if (!dumps_core(sig))
 		return next_signal(sig, handler);
+	if (handler == SIG_ERR) {
+		errno = EINVAL;
+		return SIG_ERR;
 	}
 	sigemptyset(&sa.sa_mask);
 	sigaddset(&sa.sa_mask, sig);

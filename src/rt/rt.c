@@ -285,6 +285,7 @@ static void *own_main(void *arg)
 		return NULL;
 	}
 	__atomic_store_n(&rt_mode, RT_MANAGED, __ATOMIC_RELEASE);
+	interpose_sig_install(); /* a default the child set while it waited: the parent's stand-in went with it */
 	pthread_mutex_unlock(&takeover);
 	pager_fit();
 	return NULL;
@@ -468,8 +469,9 @@ enum fault_handlers { FAULT_HANDLERS_PER_CPU, FAULT_HANDLERS_ONE }; /* option fa
 #define RT_THREADS (PER_CPU_MAX + 5) /* handlers, reclaimer, watchdog, members, home, backup */
 static struct parked { void *(*fn)(void *); void *arg; } parked[RT_THREADS];
 static unsigned nparked;
-static int go; /* futex word: 0 parked, 1 run fn, -1 end */
+static int go; /* futex word: 0 parked, 1 run fn, -1 end; release store, acquire load */
 
+/* A parked thread: waits for go, then runs its fn (1) or ends (-1). */
 static void *parked_main(void *arg)
 {
 	const struct parked *p = arg;
@@ -480,12 +482,16 @@ static void *parked_main(void *arg)
 	return g > 0 ? p->fn(p->arg) : NULL;
 }
 
+/* Makes a thread named name that runs fn(arg) once set going: 0, or a
+ * negative errno (logged). */
 static int park(void *(*fn)(void *), void *arg, const char *name)
 {
 	int err;
 
-	if (nparked == RT_THREADS)
+	if (nparked == RT_THREADS) { /* RT_THREADS counts every park_threads makes */
+		log_error("internal error: more than %d runtime threads", RT_THREADS);
 		return -E2BIG;
+	}
 	parked[nparked] = (struct parked){ fn, arg };
 	if ((err = rt_start_thread(parked_main, &parked[nparked], name, NULL))) {
 		errno = -err;
@@ -496,6 +502,7 @@ static int park(void *(*fn)(void *), void *arg, const char *name)
 	return 0;
 }
 
+/* Sets every parked thread going (how 1) or ending (-1). */
 static void unpark(int how)
 {
 	__atomic_store_n(&go, how, __ATOMIC_RELEASE);
@@ -520,7 +527,7 @@ static int park_threads(unsigned *handlers)
 	int err = 0;
 
 	nparked = 0;
-	go = 0; /* a forked child's copy of its parent's 1 */
+	__atomic_store_n(&go, 0, __ATOMIC_RELAXED); /* a forked child's copy of its parent's 1; before any thread */
 	if (opt_num(&opts, OPT_FAULT_HANDLERS) == FAULT_HANDLERS_PER_CPU && !sched_getaffinity(0, sizeof(set), &set) &&
 	    CPU_COUNT(&set) <= PER_CPU_MAX) {
 		for (int cpu = 0; cpu < CPU_SETSIZE && !err; cpu++)
@@ -531,9 +538,13 @@ static int park_threads(unsigned *handlers)
 	}
 	if (!err && opt_num(&opts, OPT_RECLAIMER))
 		err = park(reclaimer_main, NULL, "comex-reclaim");
-	if (!err && !(err = park(watchdog_main, NULL, "comex-watchdog")) &&
-	    !(err = park(membership_main, NULL, "comex-members")) && !(err = park(home_main, NULL, "comex-home")) &&
-	    *opt_str(&opts, OPT_BACKUP_DIR))
+	if (!err)
+		err = park(watchdog_main, NULL, "comex-watchdog");
+	if (!err)
+		err = park(membership_main, NULL, "comex-members");
+	if (!err)
+		err = park(home_main, NULL, "comex-home");
+	if (!err && *opt_str(&opts, OPT_BACKUP_DIR))
 		err = park(backup_main, NULL, "comex-backup");
 	if (err)
 		unpark(-1);
@@ -593,7 +604,7 @@ static const char *start(bool take_over)
 	struct comex_client *cl;
 	struct pager_config pc;
 	const char *why = nofile_short();
-	unsigned handlers;
+	unsigned handlers = 0;
 	bool async;
 	int uffd, err;
 
@@ -627,7 +638,7 @@ static const char *start(bool take_over)
 	}
 	if (park_threads(&handlers)) {
 		why = "cannot start the runtime's threads";
-		goto disconnect;
+		goto close_memcg;
 	}
 	stats->local_mem_bytes = local_mem;
 	pc.async = async;
@@ -639,11 +650,16 @@ static const char *start(bool take_over)
 		  (unsigned long long)pc.budget_pages);
 	return NULL;
 
+close_memcg:
+	if (pc.follow)
+		memcg_close();
 disconnect:
 	client_close(cl);
 drop_stats:
 	stats_unlink(getpid());
 	stats = NULL;
+	close(statm_fd);
+	statm_fd = -1;
 close_uffd:
 	close(uffd);
 	return why;

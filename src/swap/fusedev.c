@@ -326,17 +326,17 @@ int fusedev_serve(struct fusedev *d, unsigned threads, uint64_t spin_ns)
 		threads = 1;
 	if (threads > MAX_THREADS)
 		threads = MAX_THREADS;
-	while (ready < threads && !(err = worker_init(&w[ready], d)))
+	while (ready < threads && !(err = worker_init(&w[ready], d))) /* logs its failure */
 		ready++;
-	if (!ready)
-		return err;
-	if (!err && spin_ns)
-		err = worker_clone(&w[0], spin_ns);
-	while (started < ready && !err && !(err = -pthread_create(&w[started].tid, NULL, serve, &w[started])))
-		started++;
-	if (err)
-		log_error("cannot start FUSE request thread %u: %s", started, strerror(-err));
-	serve(&w[0]);
+	if (ready && !err && spin_ns)
+		err = worker_clone(&w[0], spin_ns); /* logs its failure */
+	for (; started < ready && !err; started++)
+		if ((err = -pthread_create(&w[started].tid, NULL, serve, &w[started]))) {
+			log_error("cannot start FUSE request thread %u: %s", started, strerror(-err));
+			break;
+		}
+	if (ready)
+		serve(&w[0]);
 	for (unsigned i = 1; i < started; i++)
 		pthread_join(w[i].tid, NULL);
 	for (unsigned i = 0; i < ready; i++)

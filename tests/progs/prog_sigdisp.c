@@ -1,9 +1,9 @@
 /* prog_sigdisp [MiB=64]: the dispositions of the core-dumping signals, as
  * the program sets and reads them, before the runtime starts (a process
  * waits to start until it grows, D87), after it started, in a forked child
- * at once (before a take-over) and through signal(); a handler set for
- * SIGSEGV runs on a real fault. The runtime's own handler stands in for
- * SIG_DFL (D48) and must never show. Prints one line per check. */
+ * at once (before a take-over), through sigaction and signal(); a handler
+ * set for SIGSEGV runs on a real fault. The runtime's own handler stands in
+ * for SIG_DFL (D48) and must never show. Prints one line per check. */
 #include <setjmp.h>
 #include <signal.h>
 #include <string.h>
@@ -81,6 +81,8 @@ int main(int argc, char **argv)
 	show("start");
 	set(SIGBUS, on_sig); /* before the runtime starts: it must leave it */
 	set(SIGFPE, SIG_IGN);
+	printf("small signal(SIGXCPU, on_sig) was: %s\n", signal(SIGXCPU, on_sig) == SIG_DFL ? "dfl" : "other");
+	printf("small signal(SIGXCPU, dfl) was: %s\n", signal(SIGXCPU, SIG_DFL) == on_sig ? "on_sig" : "other");
 	show("small");
 	big = malloc(words * 8); /* the runtime starts here (start-after) and evicts */
 	if (!big)
@@ -106,6 +108,7 @@ int main(int argc, char **argv)
 	if (!pid) { /* at once: a forked child is not taken over yet */
 		show("child");
 		set(SIGQUIT, on_sig);
+		printf("child signal(SIGILL, on_sig) was: %s\n", signal(SIGILL, on_sig) == SIG_DFL ? "dfl" : "other");
 		show("child-set");
 		_exit(0);
 	}
