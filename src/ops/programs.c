@@ -151,38 +151,39 @@ static bool preloaded(int pid)
 	return false;
 }
 
-static int by_int(const void *a, const void *b)
+/* Adds pid to out[*n] when it is preloaded and publishes no counters */
+static void add_waiting(int pid, struct waiting *out, size_t *n)
 {
-	return *(const int *)a - *(const int *)b;
+	const struct stats *s;
+
+	if (pid == getpid() || !preloaded(pid))
+		return;
+	if (!stats_open(pid, &s)) { /* it publishes counters: a program of programs_snapshot */
+		stats_close(s);
+		return;
+	}
+	out[*n].pid = pid;
+	read_comm(pid, out[*n].comm, sizeof(out[*n].comm));
+	(*n)++;
 }
 
 size_t programs_waiting(int pid, struct waiting *out, size_t cap)
 {
-	int pids[4096];
-	size_t n = 0, found = 0;
-	const struct stats *s;
+	size_t found = 0;
 	struct dirent *d;
-	DIR *dir = pid > 0 ? NULL : opendir("/proc");
+	DIR *dir;
 
-	if (pid > 0)
-		pids[n++] = pid;
-	while (dir && n < sizeof(pids) / sizeof(pids[0]) && (d = readdir(dir)))
-		if (d->d_name[0] >= '1' && d->d_name[0] <= '9')
-			pids[n++] = atoi(d->d_name);
-	if (dir)
-		closedir(dir);
-	qsort(pids, n, sizeof(pids[0]), by_int);
-	for (size_t i = 0; i < n && found < cap; i++) {
-		if (pids[i] == getpid() || !preloaded(pids[i]))
-			continue;
-		if (!stats_open(pids[i], &s)) { /* it publishes counters: a program of programs_snapshot */
-			stats_close(s);
-			continue;
-		}
-		out[found].pid = pids[i];
-		read_comm(pids[i], out[found].comm, sizeof(out[found].comm));
-		found++;
+	if (pid > 0) {
+		if (cap)
+			add_waiting(pid, out, &found);
+		return found;
 	}
+	if (!(dir = opendir("/proc")))
+		return 0;
+	while (found < cap && (d = readdir(dir))) /* /proc lists processes by increasing pid */
+		if (d->d_name[0] >= '1' && d->d_name[0] <= '9')
+			add_waiting(atoi(d->d_name), out, &found);
+	closedir(dir);
 	return found;
 }
 

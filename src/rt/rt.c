@@ -658,7 +658,8 @@ disconnect:
 drop_stats:
 	stats_unlink(getpid());
 	stats = NULL;
-	close(statm_fd);
+	if (statm_fd >= 0)
+		close(statm_fd);
 	statm_fd = -1;
 close_uffd:
 	close(uffd);
