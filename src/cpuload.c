@@ -1,6 +1,7 @@
 /* cpuload: /proc/loadavg's "running/total" field, cached. */
 #include "cpuload.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -9,17 +10,29 @@
 
 static uint64_t sampled_at; /* relaxed atomics: a stale answer only delays a decision */
 static int contended;
+static int loadavg = -1; /* kept open, read with pread at 0; acquire/release */
+
+int cpuload_open(void)
+{
+	int fd, none = -1;
+
+	if (__atomic_load_n(&loadavg, __ATOMIC_ACQUIRE) >= 0)
+		return 0;
+	if ((fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	if (!__atomic_compare_exchange_n(&loadavg, &none, fd, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		close(fd); /* another thread's came first */
+	return 0;
+}
 
 static long running_threads(void)
 {
 	char buf[128], *p;
-	int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
 	ssize_t n;
 
-	if (fd < 0)
+	if (cpuload_open())
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	n = pread(__atomic_load_n(&loadavg, __ATOMIC_ACQUIRE), buf, sizeof(buf) - 1, 0);
 	if (n <= 0)
 		return -1;
 	buf[n] = 0;

@@ -11,5 +11,10 @@
 /* now: CLOCK_MONOTONIC ns. True when more threads are runnable than CPUs
  * plus one (the poller itself, or its peer, may be one of them). */
 bool cpuload_contended(uint64_t now);
+/* Opens /proc/loadavg for good (the first cpuload_contended does
+ * otherwise): the preloaded runtime calls it as it starts, so that its
+ * descriptor is made as the runtime's (rtfd.h) and no sample makes one in
+ * the program's table. 0 or -errno. */
+int cpuload_open(void);
 
 #endif

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_descriptors: the runtime's descriptors are out of the program's way (docs/DECISIONS.md D47): programs that close every descriptor (close_range by syscall() and by libc, a close loop, closefrom, a forked child before exec) keep their memory, descriptor numbers and counts are as natively (also while a forked child's pager takes over and makes its descriptors), socket activation's descriptors and LISTEN_PID arrive, and an exec'd child with too low an RLIMIT_NOFILE runs unmanaged (D41).
+# e2e_run_descriptors: the runtime's descriptors are out of the program's way (docs/DECISIONS.md D47): programs that close every descriptor (close_range by syscall() and by libc, a close loop, closefrom, a forked child before exec) keep their memory, descriptor numbers and counts are as natively (also while a forked child's pager takes over and makes its descriptors), /proc/self/fd listed while the program pages never changes, socket activation's descriptors and LISTEN_PID arrive, and an exec'd child with too low an RLIMIT_NOFILE runs unmanaged (D41).
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_run_descriptors: prog_closefds at 128 MiB under comex run --local-mem 32M matches its native runs"
 
@@ -10,6 +10,10 @@ done
 # runtime's passing descriptors never take the child's numbers (D47); no
 # budget check: lazy-fork off brings every page home for the fork
 compare close-takeover 32M --lazy-fork=false -- "$progs/prog_closefds" takeover 128
+# /proc/self/fd listed over and over while the program pages: the runtime's
+# periodic reads of /proc make no descriptor in the program's table (D47)
+compare fdwatch 32M budget -- "$progs/prog_fdwatch" 128 3
+compare fdwatch-fifo 32M budget --sched fifo -- "$progs/prog_fdwatch" 128 3
 
 # systemd socket activation through comex run as the launcher: descriptors
 # 3 and 4 and a LISTEN_PID naming the program

@@ -11,7 +11,7 @@
 #include "log.h"
 #include "memcg.h"
 #include "pager_impl.h"
-#include "procfile.h"
+#include "procread.h"
 #include "ranges.h"
 #include "sysmem.h"
 #include "os.h"
@@ -56,7 +56,7 @@ static int tracer(void)
 {
 	char buf[4096], *p;
 
-	if (procfile_read("/proc/self/status", buf, sizeof(buf)) <= 0)
+	if (procread_file("/proc/self/status", buf, sizeof(buf)) <= 0)
 		return 0;
 	p = strstr(buf, "TracerPid:");
 	return p ? atoi(p + 10) : 0;

@@ -27,6 +27,7 @@
 #include "membership.h"
 #include "options.h"
 #include "forkchild.h"
+#include "cpuload.h"
 #include "heapalloc.h"
 #include "budget.h"
 #include "home.h"
@@ -34,6 +35,7 @@
 #include "placement.h"
 #include "prefetch.h"
 #include "procfile.h"
+#include "procread.h"
 #include "pte.h"
 #include "stats.h"
 #include "tp_fork.h"
@@ -221,6 +223,14 @@ static void *home_main(void *arg)
 	(void)arg;
 	rt_internal = 1;
 	home_run(opt_num(&opts, OPT_HOME_ON_TRACE));
+	return NULL;
+}
+
+static void *procread_main(void *arg)
+{
+	(void)arg;
+	rt_internal = 1;
+	procread_run();
 	return NULL;
 }
 
@@ -466,7 +476,7 @@ enum fault_handlers { FAULT_HANDLERS_PER_CPU, FAULT_HANDLERS_ONE }; /* option fa
  * until it has (go): a process that cannot make them all (at its thread or
  * memory limit) is then left as any start that fails leaves it, unmanaged
  * for a late start, instead of with a registered region no handler serves. */
-#define RT_THREADS (PER_CPU_MAX + 5) /* handlers, reclaimer, watchdog, members, home, backup */
+#define RT_THREADS (PER_CPU_MAX + 6) /* handlers, reclaimer, /proc reader, watchdog, members, home, backup */
 static struct parked { void *(*fn)(void *); void *arg; } parked[RT_THREADS];
 static unsigned nparked;
 static int go; /* futex word: 0 parked, 1 run fn, -1 end; release store, acquire load */
@@ -538,6 +548,8 @@ static int park_threads(unsigned *handlers)
 	}
 	if (!err && opt_num(&opts, OPT_RECLAIMER))
 		err = park(reclaimer_main, NULL, "comex-reclaim");
+	if (!err)
+		err = park(procread_main, NULL, "comex-proc");
 	if (!err)
 		err = park(watchdog_main, NULL, "comex-watchdog");
 	if (!err)
@@ -626,6 +638,7 @@ static const char *start(bool take_over)
 	if (statm_fd >= 0)
 		close(statm_fd); /* the parent's, in a forked child */
 	statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	cpuload_open(); /* failed: polling goes on as if the CPUs were free */
 	if (client_connect(&opts, &cl)) {
 		why = "cannot reach the memnodes (option memnode)";
 		goto drop_stats;

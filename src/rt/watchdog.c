@@ -24,7 +24,7 @@
 #include "clock.h"
 #include "log.h"
 #include "pager.h"
-#include "procfile.h"
+#include "procread.h"
 #include "os.h"
 
 #define TICK_NS 100000000ull /* 100 ms */
@@ -93,10 +93,10 @@ static void look_at(int tid, uint64_t t, uint64_t limit, const char *option)
 	const char *name;
 
 	task_path(path, tid, "wchan");
-	if (procfile_read(path, wchan, sizeof(wchan)) < 0 || strcmp(wchan, "handle_userfault"))
+	if (procread_file(path, wchan, sizeof(wchan)) < 0 || strcmp(wchan, "handle_userfault"))
 		return;
 	task_path(path, tid, "status");
-	if (procfile_read(path, st, sizeof(st)) < 0 || !(w = waiter_of(tid)))
+	if (procread_file(path, st, sizeof(st)) < 0 || !(w = waiter_of(tid)))
 		return;
 	nvcsw = status_num(st, "voluntary_ctxt_switches:");
 	if (!w->since || w->nvcsw != nvcsw) {
@@ -152,39 +152,29 @@ static bool ended(int tid)
 	int n;
 
 	task_path(path, tid, "stat");
-	if ((n = procfile_read(path, buf, sizeof(buf))) < 0)
+	if ((n = procread_file(path, buf, sizeof(buf))) < 0)
 		return n == -ENOENT || n == -ESRCH;
 	p = strrchr(buf, ')');
 	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
-/* Calls fn(tid, arg) for each thread of the process; stops early (false)
- * when fn returns false. */
+#define MAX_TASKS 1024 /* threads looked at in one pass; a longer list counts as the program alive */
+
+/* Calls fn(tid, arg) for each thread of the process; false when fn returned
+ * false for one (it stops there), and when the threads could not all be
+ * listed (out of descriptors, more than MAX_TASKS): a wrong "the program is
+ * gone" would end it. */
 static bool each_task(bool (*fn)(int tid, void *arg), void *arg)
 {
-	char buf[4096];
-	int dfd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	long n;
-	bool go = true;
+	int tids[MAX_TASKS], n;
+	bool all = false;
 
-	if (dfd < 0)
-		return true;
-	while (go && (n = os_getdents64(dfd, buf, sizeof(buf))) > 0) {
-		for (long off = 0; go && off < n;) {
-			const char *nm = buf + off + 19; /* d_ino 8, d_off 8, d_reclen 2, d_type 1 */
-			unsigned short reclen;
-			int tid = 0;
-
-			memcpy(&reclen, buf + off + 16, sizeof(reclen));
-			off += reclen;
-			for (; *nm >= '0' && *nm <= '9'; nm++)
-				tid = tid * 10 + (*nm - '0');
-			if (tid && !*nm)
-				go = fn(tid, arg);
-		}
-	}
-	close(dfd);
-	return go;
+	if ((n = procread_tasks(tids, MAX_TASKS, &all)) < 0)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (!fn(tids[i], arg))
+			return false;
+	return all;
 }
 
 static bool not_the_programs(int tid, void *arg)
