@@ -10,19 +10,23 @@
 
 static uint64_t sampled_at; /* relaxed atomics: a stale answer only delays a decision */
 static int contended;
-static int loadavg = -1; /* kept open, read with pread at 0; acquire/release */
+static int loadavg = -1; /* kept open, read with pread at 0; -2: cannot be; acquire/release */
+static long ncpu = 1;     /* set before loadavg */
 
 int cpuload_open(void)
 {
 	int fd, none = -1;
 
-	if (__atomic_load_n(&loadavg, __ATOMIC_ACQUIRE) >= 0)
-		return 0;
-	if ((fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
-	if (!__atomic_compare_exchange_n(&loadavg, &none, fd, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+	if ((fd = __atomic_load_n(&loadavg, __ATOMIC_ACQUIRE)) != -1)
+		return fd >= 0 ? 0 : -ENOENT; /* not again: each try would make a descriptor */
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN); /* reads /sys: here, not at a sample */
+	if (ncpu < 1)
+		ncpu = 1;
+	fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+	if (!__atomic_compare_exchange_n(&loadavg, &none, fd < 0 ? -2 : fd, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE) && fd >= 0)
 		close(fd); /* another thread's came first */
-	return 0;
+	return fd < 0 ? -errno : 0;
 }
 
 static long running_threads(void)
@@ -48,13 +52,9 @@ static long running_threads(void)
 
 bool cpuload_contended(uint64_t now)
 {
-	static long ncpu;
-
 	if (now - __atomic_load_n(&sampled_at, __ATOMIC_RELAXED) >= SAMPLE_NS) {
 		long run = running_threads();
 
-		if (!ncpu)
-			ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 		__atomic_store_n(&contended, run > ncpu + 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&sampled_at, now, __ATOMIC_RELAXED);
 	}

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 /* Limits at or above this are "none" (v1 reports PAGE_COUNTER_MAX pages). */
 #define NO_LIMIT (1ull << 60)
 
@@ -232,16 +234,28 @@ static uint64_t stat_field(const char *text, const char *name)
 	return 0;
 }
 
+/* While no limit binds, how often the cgroups are looked at again: each
+ * look opens files, and the room is asked for every 20 ms */
+#define REBIND_NS 1000000000ull
+
 int memcg_room(int64_t *room_out)
 {
+	static uint64_t rebind_at; /* racing callers (sampler, home) cost one look more */
 	char text[8192];
 	uint64_t lim = limit_in(files.limit, files.high), use, file, pinned;
 	size_t len;
 	int err;
 
 	/* gone or lifted: the program may have been moved to another cgroup */
-	if (lim >= NO_LIMIT && memcg_open(&lim))
-		return -ENOENT;
+	if (lim >= NO_LIMIT) {
+		uint64_t now = now_ns();
+
+		if (now < rebind_at)
+			return -ENOENT;
+		rebind_at = now + REBIND_NS;
+		if (memcg_open(&lim))
+			return -ENOENT;
+	}
 	if ((err = read_num_fd(files.usage, &use)) || (err = read_fd(files.stat, text, sizeof(text), &len)))
 		return err;
 	if (v2) {

@@ -14,6 +14,7 @@ compare close-takeover 32M --lazy-fork=false -- "$progs/prog_closefds" takeover 
 # periodic reads of /proc make no descriptor in the program's table (D47)
 compare fdwatch 32M budget -- "$progs/prog_fdwatch" 128 3
 compare fdwatch-fifo 32M budget --sched fifo -- "$progs/prog_fdwatch" 128 3
+compare fdwatch-fork 32M -- "$progs/prog_fdwatch" 128 3 fork
 
 # systemd socket activation through comex run as the launcher: descriptors
 # 3 and 4 and a LISTEN_PID naming the program

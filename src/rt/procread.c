@@ -11,8 +11,8 @@
  * The reading thread answers one request at a time through one slot; the
  * callers (watchdog, home, a forked child's owner thread) are runtime
  * threads, never the fault path. Until the thread serves in this process
- * (before start, in a forked child before its take-over) a caller reads
- * itself, through the interposed open and its gate. */
+ * (before start; in a forked child, for the owner thread's first look) a
+ * caller reads itself, through the interposed open and its gate. */
 #include "procread.h"
 
 #include <errno.h>
@@ -43,6 +43,7 @@ static struct {
 	unsigned state;
 	int pid; /* the process whose reading thread serves; acquire/release */
 	int kind, result;
+	unsigned from;
 	bool all;
 	char path[PATH_MAX_LEN];
 	union { char text[DATA_MAX]; int tids[DATA_MAX / sizeof(int)]; } data;
@@ -86,8 +87,9 @@ static int read_file(const char *path, char *buf, size_t cap, bool own)
 	return (int)n;
 }
 
-/* Thread ids from one getdents64 buffer into tids[*n..cap); false when full */
-static bool add_tids(const char *buf, long len, int *tids, unsigned cap, unsigned *n)
+/* Thread ids from one getdents64 buffer into tids[*n..cap), skipping the
+ * first *skip; false when full */
+static bool add_tids(const char *buf, long len, unsigned *skip, int *tids, unsigned cap, unsigned *n)
 {
 	for (long off = 0; off < len;) {
 		const char *nm = buf + off + 19; /* d_ino 8, d_off 8, d_reclen 2, d_type 1 */
@@ -100,6 +102,10 @@ static bool add_tids(const char *buf, long len, int *tids, unsigned cap, unsigne
 			tid = tid * 10 + (*nm - '0');
 		if (!tid || *nm)
 			continue; /* "." and ".." */
+		if (*skip) {
+			--*skip;
+			continue;
+		}
 		if (*n == cap)
 			return false;
 		tids[(*n)++] = tid;
@@ -107,7 +113,7 @@ static bool add_tids(const char *buf, long len, int *tids, unsigned cap, unsigne
 	return true;
 }
 
-static int read_tasks(int *tids, unsigned cap, bool own, bool *all)
+static int read_tasks(unsigned from, unsigned cap, bool own, int *tids, bool *all)
 {
 	char buf[2048];
 	int dfd = open_ro("/proc/self/task", O_DIRECTORY, own);
@@ -118,7 +124,7 @@ static int read_tasks(int *tids, unsigned cap, bool own, bool *all)
 	if (dfd < 0)
 		return dfd;
 	while (room && (len = os_getdents64(dfd, buf, sizeof(buf))) > 0)
-		room = add_tids(buf, len, tids, cap, &n);
+		room = add_tids(buf, len, &from, tids, cap, &n);
 	close_fd(dfd, own);
 	if (room && len < 0)
 		return -errno;
@@ -126,14 +132,14 @@ static int read_tasks(int *tids, unsigned cap, bool own, bool *all)
 	return (int)n;
 }
 
-static bool serving(void)
+bool procread_serving(void)
 {
 	return __atomic_load_n(&slot.pid, __ATOMIC_ACQUIRE) == getpid();
 }
 
 /* Puts the request in the slot and waits for the answer; the caller copies
  * it out, then calls release() */
-static void ask(int kind, const char *path)
+static void ask(int kind, const char *path, unsigned from)
 {
 	unsigned s = IDLE;
 
@@ -142,6 +148,7 @@ static void ask(int kind, const char *path)
 		s = IDLE;
 	}
 	slot.kind = kind;
+	slot.from = from;
 	if (path)
 		strcpy(slot.path, path);
 	__atomic_store_n(&slot.state, ASKED, __ATOMIC_RELEASE);
@@ -160,9 +167,9 @@ int procread_file(const char *path, char *buf, size_t cap)
 {
 	int n;
 
-	if (strlen(path) >= PATH_MAX_LEN || !serving())
+	if (strlen(path) >= PATH_MAX_LEN || !procread_serving())
 		return read_file(path, buf, cap, false);
-	ask(READ_FILE, path);
+	ask(READ_FILE, path, 0);
 	if ((n = slot.result) >= 0) {
 		n = (size_t)n < cap ? n : (int)cap - 1;
 		memcpy(buf, slot.data.text, (size_t)n);
@@ -172,13 +179,13 @@ int procread_file(const char *path, char *buf, size_t cap)
 	return n;
 }
 
-int procread_tasks(int *tids, unsigned cap, bool *all)
+int procread_tasks(unsigned from, unsigned cap, int *tids, bool *all)
 {
 	int n;
 
-	if (!serving())
-		return read_tasks(tids, cap, false, all);
-	ask(READ_TASKS, NULL);
+	if (!procread_serving())
+		return read_tasks(from, cap, false, tids, all);
+	ask(READ_TASKS, NULL, from);
 	if ((n = slot.result) >= 0) {
 		bool more = (unsigned)n > cap || !slot.all;
 
@@ -190,19 +197,34 @@ int procread_tasks(int *tids, unsigned cap, bool *all)
 	return n;
 }
 
+/* The process whose reading thread runs (set before it serves): a second
+ * one made meanwhile (a forked child's owner thread made one, its take-over
+ * another) ends at once */
+static int reader;
+
+void procread_fork_child(void)
+{
+	__atomic_store_n(&reader, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&slot.pid, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&slot.state, IDLE, __ATOMIC_RELAXED);
+}
+
 void procread_run(void)
 {
-	long err = raw6(SYS_close_range, 0, ~0u, CLOSE_RANGE_UNSHARE, 0, 0, 0);
+	int pid = getpid(), seen = __atomic_load_n(&reader, __ATOMIC_RELAXED);
+	long err;
 
-	if (err) {
+	do
+		if (seen == pid)
+			return;
+	while (!__atomic_compare_exchange_n(&reader, &seen, pid, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	if ((err = raw6(SYS_close_range, 0, ~0u, CLOSE_RANGE_UNSHARE, 0, 0, 0))) {
 		errno = (int)-err;
 		log_info("no descriptor table of its own for the /proc reader (close_range: %m); the runtime's periodic "
 			 "reads of /proc show in the program's table");
-		return;
+		return; /* reader stays: a second one would fail the same way */
 	}
-	/* a forked child's copy of its parent's slot: no caller uses it until pid says this process */
-	__atomic_store_n(&slot.state, IDLE, __ATOMIC_RELAXED);
-	__atomic_store_n(&slot.pid, getpid(), __ATOMIC_RELEASE);
+	__atomic_store_n(&slot.pid, pid, __ATOMIC_RELEASE);
 	for (;;) {
 		unsigned s = __atomic_load_n(&slot.state, __ATOMIC_ACQUIRE);
 
@@ -213,7 +235,8 @@ void procread_run(void)
 		if (slot.kind == READ_FILE)
 			slot.result = read_file(slot.path, slot.data.text, sizeof(slot.data.text), true);
 		else
-			slot.result = read_tasks(slot.data.tids, sizeof(slot.data.tids) / sizeof(int), true, &slot.all);
+			slot.result = read_tasks(slot.from, sizeof(slot.data.tids) / sizeof(int), true, slot.data.tids,
+						 &slot.all);
 		__atomic_store_n(&slot.state, DONE, __ATOMIC_RELEASE);
 		os_futex_wake(&slot.state, INT_MAX);
 	}

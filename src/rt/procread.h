@@ -16,8 +16,14 @@ void procread_run(void);
 /* A small /proc file's first cap - 1 bytes, NUL-terminated: their count,
  * or -errno (-ENOENT, -ESRCH: a task that is gone). */
 int procread_file(const char *path, char *buf, size_t cap);
-/* The ids of the process's threads, at most cap of them: their count, or
- * -errno; *all false when there were more. */
-int procread_tasks(int *tids, unsigned cap, bool *all);
+/* The ids of the process's threads from the from-th on, at most cap of
+ * them: their count, or -errno; *all false when more follow (ask again
+ * from from + count; threads that come and go meanwhile may be missed). */
+int procread_tasks(unsigned from, unsigned cap, int *tids, bool *all);
+/* Whether this process's reading thread serves (a forked child's owner
+ * thread starts one of its own, which its take-over then keeps). */
+bool procread_serving(void);
+/* In a forked child: the parent's reading thread is not here. */
+void procread_fork_child(void);
 
 #endif

@@ -281,9 +281,14 @@ static void *own_main(void *arg)
 
 	rt_internal = 1;
 	watchdog_thread_is_runtime(); /* started by the program's fork, not through internal_start */
-	/* this thread must not keep a child alive whose threads all ended */
-	while (!(own = forkchild_wait_own((pid_t)(intptr_t)arg, OWN_LOOK_MS, &pidfd)))
-		if (watchdog_program_gone())
+	/* this thread must not keep a child alive whose threads all ended; its
+	 * looks at them are read by a /proc reader of this child's own, made at
+	 * the first (a child that execs at once makes none), which the
+	 * take-over keeps */
+	for (bool first = true; !(own = forkchild_wait_own((pid_t)(intptr_t)arg, OWN_LOOK_MS, &pidfd)); first = false)
+		if (first && !procread_serving())
+			rt_start_thread(procread_main, NULL, "comex-proc", NULL); /* failed: reads in the program's table */
+		else if (watchdog_program_gone())
 			exit(0); /* as the C library ends a process whose last thread ends */
 	if (own < 0)
 		return NULL;
@@ -327,6 +332,7 @@ static void fork_child(void)
 	rt_mode = RT_DETACHED;
 	handlers_up = 0; /* the parent's; none here until a take-over */
 	watchdog_forget_threads(); /* the parent's; they are not here */
+	procread_fork_child();
 	listener_reset(); /* the parent's handlers are not here; this thread is the child's main */
 	listener_note_main();
 	rt_start_thread(own_main, (void *)(intptr_t)forker, "comex-own", NULL);
@@ -548,7 +554,7 @@ static int park_threads(unsigned *handlers)
 	}
 	if (!err && opt_num(&opts, OPT_RECLAIMER))
 		err = park(reclaimer_main, NULL, "comex-reclaim");
-	if (!err)
+	if (!err && !procread_serving()) /* a forked child's owner thread may have made it */
 		err = park(procread_main, NULL, "comex-proc");
 	if (!err)
 		err = park(watchdog_main, NULL, "comex-watchdog");
@@ -576,7 +582,8 @@ static void note_nodes(struct comex_client *cl)
 }
 
 /* Below this RLIMIT_NOFILE the runtime does not start: it holds about 20
- * descriptors and 3-6 per memnode, and leaves the program room for its own. */
+ * descriptors (with sched fifo one more per fault handler) and 3-6 per
+ * memnode, and leaves the program room for its own. */
 #define RT_MIN_NOFILE 64
 
 /* NULL when the process may hold the runtime's descriptors, else why not */

@@ -87,7 +87,7 @@ static struct waiter *waiter_of(int tid)
 /* One thread: asleep in a userfaultfd fault? since when, without waking? */
 static void look_at(int tid, uint64_t t, uint64_t limit, const char *option)
 {
-	char path[64], wchan[64], st[2048];
+	char path[64], wchan[64], st[4096];
 	struct waiter *w;
 	uint64_t nvcsw;
 	const char *name;
@@ -158,22 +158,25 @@ static bool ended(int tid)
 	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
-#define MAX_TASKS 1024 /* threads looked at in one pass; a longer list counts as the program alive */
+#define MAX_TASKS 256 /* thread ids asked for at once */
 
 /* Calls fn(tid, arg) for each thread of the process; false when fn returned
- * false for one (it stops there), and when the threads could not all be
- * listed (out of descriptors, more than MAX_TASKS): a wrong "the program is
- * gone" would end it. */
+ * false for one (it stops there), and when the threads could not be listed
+ * (out of descriptors): a wrong "the program is gone" would end it. */
 static bool each_task(bool (*fn)(int tid, void *arg), void *arg)
 {
 	int tids[MAX_TASKS], n;
+	unsigned from = 0;
 	bool all = false;
 
-	if ((n = procread_tasks(tids, MAX_TASKS, &all)) < 0)
-		return false;
-	for (int i = 0; i < n; i++)
-		if (!fn(tids[i], arg))
+	do {
+		if ((n = procread_tasks(from, MAX_TASKS, tids, &all)) < 0)
 			return false;
+		for (int i = 0; i < n; i++)
+			if (!fn(tids[i], arg))
+				return false;
+		from += (unsigned)n;
+	} while (!all && n);
 	return all;
 }
 

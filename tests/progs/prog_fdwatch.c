@@ -1,12 +1,15 @@
-/* prog_fdwatch [MiB=128] [SECONDS=3]: fills MiB of memory, then for SECONDS
- * one thread reads and rewrites it at random pages (under comex: faults,
- * evictions, polling) while the main thread lists /proc/self/fd over and
- * over, as CPython's test_subprocess does around a call, and counts the
- * listings that differ from the first. Prints that count, which is 0
- * natively and must be 0 under comex (docs/DECISIONS.md D47), then checks
- * its memory. A differing listing is shown on stderr. */
+/* prog_fdwatch [MiB=128] [SECONDS=3] [fork]: fills MiB of memory, then for
+ * SECONDS one thread reads and rewrites it at random pages (under comex:
+ * faults, evictions, polling) while the main thread lists /proc/self/fd
+ * over and over, as CPython's test_subprocess does around a call, and
+ * counts the listings that differ from the first. Prints that count, which
+ * is 0 natively and must be 0 under comex (docs/DECISIONS.md D47), then
+ * checks its memory. With fork, a forked child does all this while its
+ * parent waits (under comex: before and after the child's take-over). A
+ * differing listing is shown on stderr. */
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -81,6 +84,21 @@ int main(int argc, char **argv)
 	mem = map_anon(size);
 	words = size / 8;
 	fill(mem, words, 0xfd, 0);
+	if (argc > 3 && !strcmp(argv[3], "fork")) {
+		int status;
+		pid_t pid = fork();
+
+		if (pid < 0)
+			die("fork: %s", strerror(errno));
+		if (pid) {
+			if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+				die("the child did not exit");
+			expect(mem, words, 0xfd, 0, "the parent's memory after the child");
+			printf("child exit status %d\n", WEXITSTATUS(status));
+			return 0;
+		}
+		printf("in a forked child: ");
+	}
 	if ((dfd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		die("open /proc/self/fd: %s", strerror(errno));
 	if ((errno = pthread_create(&th, NULL, page_at_random, NULL)))
