@@ -160,17 +160,22 @@ static int set_index(struct options *o, int i, const char *value, const char *or
 	}
 	/* A list given again on the command line or in a file appends; a list
 	 * from a lower-precedence source is replaced. */
-	if (defs[i].type == OPT_LIST && v->origin == origin && v->str[0]) {
-		size_t cur = strlen(v->str);
+	if (defs[i].type == OPT_LIST && v->origin == origin && !v->def && o->text[i][0]) {
+		size_t cur = strlen(o->text[i]);
 		if (cur + 1 + len >= OPT_STR_MAX) {
 			log_error("option %s (from %s): list longer than %d bytes", defs[i].name, origin, OPT_STR_MAX - 1);
 			return -EINVAL;
 		}
-		v->str[cur] = ',';
-		memcpy(v->str + cur + 1, value, len + 1);
+		o->text[i][cur] = ',';
+		memcpy(o->text[i] + cur + 1, value, len + 1);
 		return 0;
 	}
-	memcpy(v->str, value, len + 1);
+	if (value == defs[i].def) { /* the table's own text: no copy */
+		v->def = value;
+	} else {
+		memcpy(o->text[i], value, len + 1);
+		v->def = NULL;
+	}
 	v->num = num;
 	v->origin = origin;
 	return 0;
@@ -189,7 +194,7 @@ int options_set(struct options *o, const char *name, const char *value, const ch
 
 static void set_defaults(struct options *o)
 {
-	memset(o, 0, sizeof(*o));
+	memset(o->v, 0, sizeof(o->v)); /* not text: read only once written */
 	for (int i = 0; i < OPT_COUNT; i++)
 		if (set_index(o, i, defs[i].def, "default"))
 			abort(); /* the table itself is wrong: a build defect */
@@ -388,7 +393,7 @@ int options_configure(struct options *o, unsigned scope, int argc, char **argv, 
 
 int opt_list_item(const struct options *o, enum opt_id id, unsigned i, char *buf, size_t cap)
 {
-	const char *p = o->v[id].str;
+	const char *p = opt_str(o, id);
 
 	while (i--) {
 		p = strchr(p, ',');

@@ -32,9 +32,14 @@ enum opt_id {
 struct options {
 	struct opt_value {
 		uint64_t num;           /* UINT/SIZE(bytes)/BOOL/DURATION(ns) */
-		char str[OPT_STR_MAX];  /* the text as given (LIST: comma-separated) */
+		const char *def;        /* the table's text while the default holds, else NULL: text[] */
 		const char *origin;     /* "default", "environment", a path, "command line" */
 	} v[OPT_COUNT];
+	/* The text as given (LIST: comma-separated), for the options not at
+	 * their default: only those rows are ever touched (the preloaded
+	 * runtime of every exec'd process fills the defaults, and writing 43
+	 * KiB of rows took a dozen page faults) */
+	char text[OPT_COUNT][OPT_STR_MAX];
 };
 
 /* Fills o from all sources for a command of the given scope. argv holds the
@@ -50,7 +55,10 @@ int options_read_file(struct options *o, const char *path);
 int options_set(struct options *o, const char *name, const char *value, const char *origin);
 
 static inline uint64_t opt_num(const struct options *o, enum opt_id id) { return o->v[id].num; }
-static inline const char *opt_str(const struct options *o, enum opt_id id) { return o->v[id].str; }
+static inline const char *opt_str(const struct options *o, enum opt_id id)
+{
+	return o->v[id].def ? o->v[id].def : o->text[id];
+}
 
 /* Item i of an OPT_LIST into buf; -ENOENT past the end. */
 int opt_list_item(const struct options *o, enum opt_id id, unsigned i, char *buf, size_t cap);

@@ -241,7 +241,7 @@ static void export_options(const struct options *o)
 		snprintf(var, sizeof(var), "COMEX_%s", table[i].name);
 		for (p = var; *p; p++)
 			*p = *p == '-' ? '_' : (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
-		setenv(var, o->v[i].str, 1);
+		setenv(var, opt_str(o, (enum opt_id)i), 1);
 	}
 }
 

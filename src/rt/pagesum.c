@@ -2,8 +2,10 @@
  * linked from libxxhash.so: one shared object fewer for every process that
  * comex run execs, paging or not (docs/DECISIONS.md D21). This file is
  * compiled twice: as it is, and with -mavx2 -DPAGESUM_AVX2 (CMakeLists.txt),
- * which makes xxhash pick its AVX2 kernel; an ifunc picks one at load, as
- * libxxhash's own dispatcher did. */
+ * which makes xxhash pick its AVX2 kernel; the first sum picks one. Not an
+ * ifunc and not __builtin_cpu_supports: those ask the CPU at every load
+ * (libgcc's constructor runs a dozen cpuid, each an exit to the hypervisor
+ * in a VM: about 25 us of every exec'd process, paging or not). */
 #include "pagesum.h"
 
 #define XXH_INLINE_ALL
@@ -21,20 +23,35 @@
 PAGESUM_DEFINE(pagesum_of_avx2)
 #else
 #if defined(__x86_64__)
+#include <cpuid.h>
+
 pagesum_t pagesum_of_avx2(const void *page);
 static PAGESUM_DEFINE(pagesum_of_sse2)
 
-/* Runs while the dynamic linker relocates, before any constructor: only
- * the CPU's features, which __builtin_cpu_init reads first. Not
- * instrumented (a sanitizer's runtime is not set up yet); used: clang does
- * not count the ifunc as a use. */
-__attribute__((used, no_sanitize("address", "undefined"))) static pagesum_t (*resolve_pagesum(void))(const void *)
+/* AVX2 in the CPU, and its registers saved by the kernel (XCR0 bits 1, 2) */
+static bool has_avx2(void)
 {
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx2") ? pagesum_of_avx2 : pagesum_of_sse2;
+	unsigned a, b, c, d, xcr0_lo, xcr0_hi;
+
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE) || !(c & bit_AVX))
+		return false;
+	__asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+	(void)xcr0_hi;
+	return (xcr0_lo & 6) == 6 && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_AVX2);
 }
 
-pagesum_t pagesum_of(const void *page) __attribute__((ifunc("resolve_pagesum")));
+static pagesum_t (*chosen)(const void *); /* relaxed: every thread would choose the same */
+
+pagesum_t pagesum_of(const void *page)
+{
+	pagesum_t (*f)(const void *) = __atomic_load_n(&chosen, __ATOMIC_RELAXED);
+
+	if (!f) {
+		f = has_avx2() ? pagesum_of_avx2 : pagesum_of_sse2;
+		__atomic_store_n(&chosen, f, __ATOMIC_RELAXED);
+	}
+	return f(page);
+}
 #else
 PAGESUM_DEFINE(pagesum_of)
 #endif

@@ -11,8 +11,8 @@
 typedef struct { uint64_t lo, hi; } pagesum_t;
 
 /* The hash of the 4096 bytes at page: the AVX2 build on a CPU that has
- * AVX2 (0.10 us a page in cache here, against 0.30 for SSE2), chosen once
- * when the code is loaded. */
+ * AVX2 (0.10 us a page in cache here, against 0.30 for SSE2), chosen at
+ * the first call. */
 pagesum_t pagesum_of(const void *page);
 
 static inline bool pagesum_eq(pagesum_t a, pagesum_t b) { return a.lo == b.lo && a.hi == b.hi; }
