@@ -272,17 +272,36 @@ static void env_name(const char *name, char *buf, size_t cap)
 		buf[i] = name[i - 6] == '-' ? '_' : toupper((unsigned char)name[i - 6]);
 }
 
+/* The option a COMEX_ variable names ("LOCAL_MEM" -> local-mem), or -1 */
+static int env_opt(const char *var, size_t len)
+{
+	char name[64];
+
+	if (len >= sizeof(name))
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		if (!(var[i] == '_' || (var[i] >= 'A' && var[i] <= 'Z') || (var[i] >= '0' && var[i] <= '9')))
+			return -1; /* getenv of the upper-cased name would not find it */
+		name[i] = var[i] == '_' ? '-' : (char)tolower((unsigned char)var[i]);
+	}
+	return find_opt(name, len);
+}
+
+/* One pass over the environment, not a getenv per option: the preloaded
+ * runtime reads the options in every process the program execs */
 static int load_env(struct options *o, unsigned scope)
 {
-	for (int i = 0; i < OPT_COUNT; i++) {
-		char var[64];
-		const char *val;
+	static const char origin[] = "environment";
 
-		if (!(defs[i].scope & scope) || i == OPT_CONFIG)
+	for (char **e = environ; *e; e++) {
+		const char *eq = strchr(*e, '=');
+		int i;
+
+		if (strncmp(*e, "COMEX_", 6) || !eq || (i = env_opt(*e + 6, (size_t)(eq - *e - 6))) < 0)
 			continue;
-		env_name(defs[i].name, var, sizeof(var));
-		val = getenv(var);
-		if (val && set_index(o, i, val, "environment"))
+		if (!(defs[i].scope & scope) || i == OPT_CONFIG || o->v[i].origin == origin)
+			continue; /* the first of a name given twice, as getenv */
+		if (set_index(o, i, eq + 1, origin))
 			return -EINVAL;
 	}
 	return 0;
