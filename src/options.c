@@ -141,23 +141,29 @@ static const char *const type_hint[] = {
 	[OPT_LIST] = "a comma-separated list", [OPT_CHOICE] = "one of ",
 };
 
+/* value's number for option i; -EINVAL (logged, naming the option) */
+static int check_value(int i, const char *value, const char *origin, uint64_t *num_out)
+{
+	if (strlen(value) >= OPT_STR_MAX) {
+		log_error("option %s (from %s): value longer than %d bytes", defs[i].name, origin, OPT_STR_MAX - 1);
+		return -EINVAL;
+	}
+	if (parse_value(&defs[i], value, num_out)) {
+		log_error("option %s (from %s): '%s' is not %s%s", defs[i].name, origin, value, type_hint[defs[i].type],
+			  defs[i].type == OPT_CHOICE ? defs[i].unit : "");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int set_index(struct options *o, int i, const char *value, const char *origin)
 {
 	struct opt_value *v = &o->v[i];
 	uint64_t num;
 	size_t len = strlen(value);
-	int err;
 
-	if (len >= OPT_STR_MAX) {
-		log_error("option %s (from %s): value longer than %d bytes", defs[i].name, origin, OPT_STR_MAX - 1);
+	if (check_value(i, value, origin, &num))
 		return -EINVAL;
-	}
-	err = parse_value(&defs[i], value, &num);
-	if (err) {
-		log_error("option %s (from %s): '%s' is not %s%s", defs[i].name, origin, value, type_hint[defs[i].type],
-			  defs[i].type == OPT_CHOICE ? defs[i].unit : "");
-		return -EINVAL;
-	}
 	/* A list given again on the command line or in a file appends; a list
 	 * from a lower-precedence source is replaced. */
 	if (defs[i].type == OPT_LIST && v->origin == origin && !v->def && o->text[i][0]) {
@@ -170,12 +176,8 @@ static int set_index(struct options *o, int i, const char *value, const char *or
 		memcpy(o->text[i] + cur + 1, value, len + 1);
 		return 0;
 	}
-	if (value == defs[i].def) { /* the table's own text: no copy */
-		v->def = value;
-	} else {
-		memcpy(o->text[i], value, len + 1);
-		v->def = NULL;
-	}
+	memcpy(o->text[i], value, len + 1);
+	v->def = NULL;
 	v->num = num;
 	v->origin = origin;
 	return 0;
@@ -192,12 +194,16 @@ int options_set(struct options *o, const char *name, const char *value, const ch
 	return set_index(o, i, value, origin);
 }
 
+/* The table's own texts: text[] is not touched (read only once written) */
 static void set_defaults(struct options *o)
 {
-	memset(o->v, 0, sizeof(o->v)); /* not text: read only once written */
-	for (int i = 0; i < OPT_COUNT; i++)
-		if (set_index(o, i, defs[i].def, "default"))
+	for (int i = 0; i < OPT_COUNT; i++) {
+		uint64_t num;
+
+		if (check_value(i, defs[i].def, "default", &num))
 			abort(); /* the table itself is wrong: a build defect */
+		o->v[i] = (struct opt_value){ .num = num, .def = defs[i].def, .origin = "default" };
+	}
 }
 
 static char *trim(char *s)
@@ -293,11 +299,11 @@ static int load_env(struct options *o, unsigned scope)
 {
 	static const char origin[] = "environment";
 
-	for (char **e = environ; *e; e++) {
-		const char *eq = strchr(*e, '=');
+	for (char **e = environ; e && *e; e++) {
+		const char *eq;
 		int i;
 
-		if (strncmp(*e, "COMEX_", 6) || !eq || (i = env_opt(*e + 6, (size_t)(eq - *e - 6))) < 0)
+		if (strncmp(*e, "COMEX_", 6) || !(eq = strchr(*e, '=')) || (i = env_opt(*e + 6, (size_t)(eq - *e - 6))) < 0)
 			continue;
 		if (!(defs[i].scope & scope) || i == OPT_CONFIG || o->v[i].origin == origin)
 			continue; /* the first of a name given twice, as getenv */

@@ -55,6 +55,8 @@ int options_read_file(struct options *o, const char *path);
 int options_set(struct options *o, const char *name, const char *value, const char *origin);
 
 static inline uint64_t opt_num(const struct options *o, enum opt_id id) { return o->v[id].num; }
+/* The option's text: the table's while the default holds, so a pointer
+ * kept across a later options_set does not see the new value */
 static inline const char *opt_str(const struct options *o, enum opt_id id)
 {
 	return o->v[id].def ? o->v[id].def : o->text[id];

@@ -230,7 +230,7 @@ static void test_pagetab(void)
 	pagetab_fini(&t);
 }
 
-/* pagesum_of, whichever build its ifunc picked (AVX2 here), is XXH3-128 as
+/* pagesum_of, whichever build its first call picked (AVX2 here), is XXH3-128 as
  * this file's own build of xxhash computes it (SSE2), for random pages. */
 static void test_pagesum(void)
 {
