@@ -43,7 +43,10 @@ rc=0; wait $prog || rc=$?
 # the program's final fill goes out after the loss: with one copy, counted
 degraded=$(counter degraded_blocks)
 if [ $rc -ne 0 ]; then
-  fail gate "exit $rc after memnode b was killed: $(tail -n 2 "$dir/gate.swap-err")"
+  fail gate "exit $rc after memnodes b and c were killed: $(tail -n 2 "$dir/gate.swap-err")"
+  # what the daemon and the memnode left were doing (CI saw a hang here once)
+  tail -n 12 "$swapdir"/*.log 2>/dev/null | sed 's/^/    /'
+  tail -n 4 "$dir/a.log" 2>/dev/null | sed "s/^/    /"
 elif ! cmp -s "$dir/gate.native" "$dir/gate.swap"; then
   fail gate "output differs from the run without a limit: $(diff "$dir/gate.native" "$dir/gate.swap" | head -n 4)"
 else
