@@ -16,6 +16,7 @@ swap_up --size 192M --replicas 2 --memnode "127.0.0.1:$port_a,127.0.0.1:$port_b,
   --op-timeout 3s || finish
 [ "$(counter copies)" -eq 2 ] || fail copies "status says $(counter copies) copies"
 
+gate_t0=$SECONDS # its hang guard counts from here
 gate_swapped 96 24M idle || finish
 stored=$(counter stored_blocks)
 [ "$stored" -gt $(( 48 << 8 )) ] || fail gate "only $stored blocks are on the device after the fill"
@@ -39,6 +40,17 @@ grep -q "re-replication made" "$swapdir"/*.log || fail rereplicate "the daemon d
 # and c: every block still has its copy on a
 kill -KILL "$pid_c"; wait "$pid_c" 2>/dev/null
 touch "$dir/gate.open"
+# CI saw the program never finish here once (no log kept): if it still runs
+# shortly before its hang guard, say what the daemon's threads wait in
+while [ $SECONDS -lt $(( gate_t0 + hang_guard - 20 )) ] && kill -0 "$prog" 2>/dev/null; do sleep 0.5; done
+if kill -0 "$prog" 2>/dev/null; then
+  echo "    still running $(( SECONDS - gate_t0 )) s after it started; the daemon's threads (name, wchan):"
+  for p in $(cat "$swapdir"/*.pid 2>/dev/null); do
+    for t in /proc/"$p"/task/*; do echo "      $(cat "$t/comm" "$t/wchan" 2>/dev/null | tr '\n' ' ')"; done
+  done
+  echo "    FUSE requests waiting: $(cat /sys/fs/fuse/connections/*/waiting 2>/dev/null | tr '\n' ' ')"
+  echo "    reads: $(counter reads), 5 s later: $(sleep 5; counter reads)"
+fi
 rc=0; wait $prog || rc=$?
 # the program's final fill goes out after the loss: with one copy, counted
 degraded=$(counter degraded_blocks)
