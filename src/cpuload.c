@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "procfile.h"
+
 #define SAMPLE_NS 10000000ull /* 10 ms: a read of /proc/loadavg costs a few us */
 
 static uint64_t sampled_at; /* relaxed atomics: a stale answer only delays a decision */
@@ -31,16 +33,10 @@ int cpuload_open(void)
 
 static long running_threads(void)
 {
-	char buf[128], *p;
-	ssize_t n;
+	char buf[128], *p = buf;
 
-	if (cpuload_open())
+	if (cpuload_open() || procfile_pread(__atomic_load_n(&loadavg, __ATOMIC_ACQUIRE), buf, sizeof(buf)) <= 0)
 		return -1;
-	n = pread(__atomic_load_n(&loadavg, __ATOMIC_ACQUIRE), buf, sizeof(buf) - 1, 0);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	p = buf;
 	for (int field = 0; field < 3 && p; field++) { /* skip the three load averages */
 		while (*p && *p != ' ')
 			p++;

@@ -128,16 +128,10 @@ static __thread struct probe {
 static bool schedstat(uint64_t *delay, uint64_t *count)
 {
 	char buf[96], *p;
-	ssize_t n;
 
-	if (kept_fd < 0) {
-		if (procfile_read("/proc/thread-self/schedstat", buf, sizeof(buf)) <= 0)
-			return false;
-	} else {
-		if ((n = pread(kept_fd, buf, sizeof(buf) - 1, 0)) <= 0)
-			return false;
-		buf[n] = 0;
-	}
+	if ((kept_fd < 0 ? procfile_read("/proc/thread-self/schedstat", buf, sizeof(buf))
+			 : procfile_pread(kept_fd, buf, sizeof(buf))) <= 0)
+		return false;
 	strtoull(buf, &p, 10); /* "time-on-cpu run-delay timeslices": no stdio on the fault path */
 	*delay = strtoull(p, &p, 10);
 	*count = strtoull(p, &p, 10);

@@ -72,19 +72,15 @@ static void close_fd(int fd, bool own)
 
 static int read_file(const char *path, char *buf, size_t cap, bool own)
 {
-	int fd;
-	long n;
+	int fd, n;
 
 	if (!own)
 		return procfile_read(path, buf, cap);
 	if ((fd = open_ro(path, 0, true)) < 0)
 		return fd;
-	n = raw6(SYS_read, fd, (long)buf, (long)(cap - 1), 0, 0, 0);
+	n = procfile_pread(fd, buf, cap);
 	close_fd(fd, true);
-	if (n < 0)
-		return (int)n;
-	buf[n] = 0;
-	return (int)n;
+	return n;
 }
 
 /* Thread ids from one getdents64 buffer into tids[*n..cap), skipping the

@@ -853,7 +853,7 @@ static uint64_t rss_bytes(void)
 	char buf[128] = "";
 	unsigned long size = 0, rss = 0;
 
-	if (statm_fd >= 0 && pread(statm_fd, buf, sizeof(buf) - 1, 0) < 0)
+	if (statm_fd >= 0 && procfile_pread(statm_fd, buf, sizeof(buf)) < 0)
 		buf[0] = 0;
 	char *p = buf;
 	size = strtoul(p, &p, 10);
