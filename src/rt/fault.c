@@ -560,15 +560,15 @@ static void note_probes(void)
 
 /* One fetched neighbour of some plans stays unmapped, its copy kept as a
  * probe (probe.h); it is then not mapped with the others. */
-static void keep_probe(uint64_t idx, const struct prefetch_plan *pl, bool *ok, uint32_t slots)
+static void keep_probe(uint64_t idx, bool *ok, uint32_t slots)
 {
 	uint32_t k;
 
 	if (!probe_pick(slots, (uint32_t)((idx - plan_lo) / step),
 			__atomic_load_n(&P.c.stats->pages_evicted, __ATOMIC_RELAXED),
-			__atomic_load_n(&P.budget, __ATOMIC_RELAXED), pl->trial, &k) || !ok[k])
+			__atomic_load_n(&P.budget, __ATOMIC_RELAXED), &k) || !ok[k])
 		return;
-	probe_keep(plan_lo + k * step, pte_at(plan_lo + k * step), source(plan_lo + k * step), pl->cls, pl->trial);
+	probe_keep(plan_lo + k * step, pte_at(plan_lo + k * step), source(plan_lo + k * step));
 	ok[k] = false;
 }
 
@@ -612,9 +612,8 @@ static void fetch_remote(uint64_t idx, bool write)
 	e = pte_at(idx);
 	install_remote(idx, source(idx), write, pte_node(e), pte_pfn(e));
 	if (!P.rb && pte_resident(pte_at(idx))) {
-		keep_probe(idx, &pl, ok, slots);
-		if (!pl.trial) /* a trial's neighbours stay remote (prefetch.h) */
-			map_fetched(idx, ok, slots);
+		keep_probe(idx, ok, slots);
+		map_fetched(idx, ok, slots);
 	}
 	prefetch_counters(P.pf, &hits, &wasted);
 	__atomic_store_n(&P.c.stats->prefetch_hits, hits, __ATOMIC_RELAXED);
@@ -632,10 +631,9 @@ int fault_init(void)
 	if (P.c.prefetch_policy != PREFETCH_READ_BUFFER &&
 	    !(landing = rt_alloc((size_t)pager_opt(OPT_PREFETCH) << PAGE_SHIFT)))
 		return -ENOMEM;
-	int err = prefetch_create(P.c.prefetch_policy, pager_opt(OPT_PREFETCH),
-				  pager_opt(OPT_PREFETCH_ACCURACY), &P.pf);
+	int err = prefetch_create(P.c.prefetch_policy, pager_opt(OPT_PREFETCH), &P.pf);
 
-	return err || P.c.prefetch_policy == PREFETCH_READ_BUFFER ? err : probe_init(P.pf, pager_opt(OPT_PREFETCH));
+	return err || P.c.prefetch_policy == PREFETCH_READ_BUFFER ? err : probe_init(P.pf);
 }
 
 static char lost_page[PAGE_SIZE] __attribute__((aligned(PAGE_SIZE)));

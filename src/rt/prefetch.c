@@ -7,28 +7,17 @@
  *     (a single-page plan on p is continued by p + 1 forward or p - 1
  *     backward; a trend plan's stream wins over a single page's, then the
  *     more recent). The plan was used, so its stream's window doubles (up to
- *     max_window), as far as windows of that size pay (below). This keeps
- *     interleaved streams (two arrays, a few threads) apart where the global
- *     vote sees only alternating deltas, and it follows a stream whose faults
- *     come one growing window apart (deltas 4, 8, 16: no majority).
+ *     max_window), unless waste was reported since (then it stays). This
+ *     keeps interleaved streams (two arrays, a few threads) apart where the
+ *     global vote sees only alternating deltas, and it follows a stream whose
+ *     faults come one growing window apart (deltas 4, 8, 16: no majority).
  *  2. Trend: the majority delta d of the last 8 deltas, else 16, else 32
  *     (Leap; majority is strictly more than half; fewer recorded: all of
  *     them, at least 2), that idx itself follows: idx - d is one of the
  *     faults voted on. A stray fault right after a stream then gets no
- *     prefetch, while the stream's next fault does. The window opens at
+ *     prefetch, while the stream's next fault does. The window starts at
  *     START_WINDOW.
  *  3. Neither: just idx (the window collapses to 1).
- *
- * What pays: the probes (probe.h) sample prefetched pages evenly and say
- * which were used; each verdict goes to its plan's class (a stream's
- * opening plan, or a continued one's window size). A class whose recent
- * sampled pages were used less often than floor percent makes no plans:
- * a continued stream's window falls to the largest size that pays, an
- * opening to its page alone. Where streams end is where their largest
- * windows go unused, and pages a program touches sparsely waste the largest
- * windows first, so this bounds both. One refused plan in EXPLORE is read
- * as a trial: not mapped, one of its pages kept as a probe, so that the
- * class is measured again without mapping what it would likely waste.
  *
  * The window policy keeps only the last STREAMS windows fetched: a fault
  * within a window's width of one of them streams and gets its whole aligned
@@ -49,16 +38,14 @@
 #define STREAMS 8        /* plans remembered: a few threads or arrays each */
 #define START_WINDOW 4   /* a new trend: 4 pages, 16 KiB; as Linux's first readahead */
 #define IDX_LIMIT (1ull << 52) /* 4 KiB pages of a 64-bit space: deltas and spans fit int64 */
-#define CLASS_MIN 8      /* verdicts before a class's share is believed */
-#define CLASS_KEEP 64    /* a class's counts halve past this: its share follows its last ~64 verdicts */
-#define EXPLORE 16       /* one refused plan in this many is a trial: its window read, its page alone mapped */
 
 struct stream {
 	uint64_t start;   /* the fault the plan was made for */
 	int64_t next;     /* first page past the plan, in its direction (may be < 0) */
 	int64_t stride;   /* 0: a single page, continued by either neighbour */
 	uint32_t pages;   /* pages the plan named (after clamping at page 0) */
-	uint32_t window;  /* the stream's window: the plan's */
+	uint32_t window;  /* the stream's window: the plan's, halved on waste */
+	bool hold;        /* waste reported since: the next hit does not double */
 	bool used;        /* the stream continued past this plan */
 	uint64_t stamp;   /* fault number of the last use, 0 unused: LRU */
 };
@@ -66,9 +53,7 @@ struct stream {
 struct prefetch {
 	enum prefetch_policy policy;
 	uint32_t max_window, start_window;
-	uint32_t floor;           /* percent of a class's sampled pages used for its plans to be made */
-	uint32_t cls_used[PREFETCH_CLASSES], cls_seen[PREFETCH_CLASSES]; /* verdicts, decayed */
-	uint32_t cls_denied[PREFETCH_CLASSES]; /* plans refused below the floor, for EXPLORE */
+	uint32_t open_window;     /* a new stream's first window: start_window, halved (to 1) on waste */
 	uint64_t win_lo[STREAMS]; /* window policy: the last windows fetched, a ring (0..0: none) */
 	uint64_t win_hi[STREAMS];
 	unsigned win_next;
@@ -79,12 +64,12 @@ struct prefetch {
 	uint64_t hits, wasted;
 };
 
-int prefetch_create(enum prefetch_policy policy, uint32_t max_window, uint32_t floor, struct prefetch **out)
+int prefetch_create(enum prefetch_policy policy, uint32_t max_window, struct prefetch **out)
 {
 	struct prefetch *pf;
 
 	if (!max_window || max_window > PREFETCH_MAX_WINDOW || (max_window & (max_window - 1)) ||
-	    policy > PREFETCH_READ_BUFFER || floor > 100)
+	    policy > PREFETCH_READ_BUFFER)
 		return -EINVAL;
 	/* The one allocation: runtime memory outside the managed region, since
 	 * the fault handler reads this object (rtmem.h). */
@@ -94,7 +79,7 @@ int prefetch_create(enum prefetch_policy policy, uint32_t max_window, uint32_t f
 	pf->policy = policy;
 	pf->max_window = max_window;
 	pf->start_window = max_window < START_WINDOW ? max_window : START_WINDOW;
-	pf->floor = floor;
+	pf->open_window = pf->start_window;
 	*out = pf;
 	return 0;
 }
@@ -228,54 +213,6 @@ static uint32_t make_plan(uint64_t idx, int64_t d, uint32_t w, struct prefetch_p
 	out->hi = d < 0 ? idx + 1 : idx + span + 1;
 	out->stride = d;
 	out->reads = PREFETCH_MAX_READS;
-	out->cls = 0;
-	out->trial = false;
-	return w;
-}
-
-/* The class of a continued plan of w pages: 1 + log2(w) (w = 1, no page
- * to sample, shares class 1). */
-static uint32_t class_of(uint32_t w)
-{
-	return w > 1 ? 1 + (uint32_t)__builtin_ctz(w) : 1;
-}
-
-enum worth { REFUSED, PAYS, TRIAL };
-
-/* Whether plans of class c are made: too few verdicts yet or a share at
- * or above the floor (PAYS); else one refusal in EXPLORE is a TRIAL. */
-static enum worth worth(struct prefetch *pf, uint32_t c)
-{
-	if (pf->cls_seen[c] < CLASS_MIN || pf->cls_used[c] * 100 >= pf->floor * pf->cls_seen[c])
-		return PAYS;
-	return ++pf->cls_denied[c] % EXPLORE == 0 ? TRIAL : REFUSED;
-}
-
-/* A new stream's first window: START_WINDOW while openings pay, else 1
- * (and *trial START_WINDOW on a trial). */
-static uint32_t opening(struct prefetch *pf, uint32_t *trial)
-{
-	enum worth v = worth(pf, 0);
-
-	if (v == TRIAL)
-		*trial = pf->start_window;
-	return v == PAYS ? pf->start_window : 1;
-}
-
-/* A continued stream's next window: twice its last, then halved until its
- * size pays (*trial: the first refused size that got a trial, if any). */
-static uint32_t grown(struct prefetch *pf, uint32_t window, uint32_t *trial)
-{
-	uint32_t w = window * 2 > pf->max_window ? pf->max_window : window * 2;
-
-	for (; w > 1; w /= 2) {
-		enum worth v = worth(pf, class_of(w));
-
-		if (v == PAYS)
-			break;
-		if (v == TRIAL && !*trial)
-			*trial = w;
-	}
 	return w;
 }
 
@@ -290,15 +227,14 @@ static void fixed_window(struct prefetch *pf, uint64_t idx, struct prefetch_plan
 	pf->win_lo[pf->win_next] = wlo;
 	pf->win_hi[pf->win_next] = wlo + w;
 	pf->win_next = (pf->win_next + 1) % STREAMS;
-	*out = hit ? (struct prefetch_plan){ wlo, wlo + w, 1, 1, 0, false } : (struct prefetch_plan){ idx, idx + 1, 1, 1, 0, false };
+	*out = hit ? (struct prefetch_plan){ wlo, wlo + w, 1, 1 } : (struct prefetch_plan){ idx, idx + 1, 1, 1 };
 }
 
 void prefetch_fault(struct prefetch *pf, uint64_t idx, struct prefetch_plan *out)
 {
 	struct stream *x;
 	int64_t d = 0;
-	uint32_t w = 1, trial = 0;
-	bool opened = false; /* a new stream's first plan: class 0 */
+	uint32_t w = 1;
 
 	if (idx >= IDX_LIMIT) { /* no real page: no history either */
 		make_plan(idx, 1, 1, out);
@@ -315,43 +251,52 @@ void prefetch_fault(struct prefetch *pf, uint64_t idx, struct prefetch_plan *out
 	if (x) {
 		pf->hits += x->pages - 1; /* the plan's pages besides its own fault */
 		x->used = true;
-		opened = !x->stride;
-		w = opened ? opening(pf, &trial) : grown(pf, x->window, &trial);
+		w = !x->stride ? pf->open_window : x->hold ? x->window : x->window * 2;
+		if (w > pf->max_window)
+			w = pf->max_window;
 	} else if ((d = trend(pf, idx))) {
 		x = slot_for(pf, idx, d);
-		opened = true;
-		w = opening(pf, &trial);
+		w = pf->open_window;
 	} else {
 		x = slot_for(pf, idx, 0);
 	}
 	x->pages = make_plan(idx, d ? d : 1, w, out);
-	out->cls = opened ? 0 : class_of(w);
 	x->start = idx;
 	x->stride = d;
 	x->window = w;
 	x->next = (int64_t)idx + (int64_t)x->pages * d;
+	x->hold = false;
 	x->used = false;
 	x->stamp = pf->nfaults;
-	if (trial) { /* the trial's window is read, idx alone mapped: the stream goes on from idx + d as refused */
-		make_plan(idx, d, trial, out);
-		out->cls = opened ? 0 : class_of(trial);
-		out->trial = true;
-		x->pages = 1;
-		x->next = (int64_t)idx + d;
-	}
 }
 
-/* Decayed counts: past CLASS_KEEP verdicts both halve, so a class's share
- * follows what its plans do now (a program's phases differ). The verdicts
- * are samples (probe.h), not pages: they change no counter. */
-void prefetch_feedback(struct prefetch *pf, uint32_t cls, bool used)
+/* Waste outweighing use halves every stream's window (down to 1), and their
+ * next hit keeps it rather than doubling: as swap readahead shrinks its
+ * window when its pages go unused. It also halves the window new streams
+ * open with (down to 1: a new stream then costs a fault per page until it
+ * has continued twice), so that a program whose faults only look like
+ * streams (a random one touching neighbouring pages: redis read 3 wasted
+ * pages for each used) stops fetching them; use clearly outweighing waste
+ * (more than twice) doubles it back, up to START_WINDOW. Otherwise use only
+ * counts: a stream's window grows when the stream is seen to continue.
+ * Feedback cannot say which plan the pages came from, so it applies to all.
+ * The verdicts are samples (probe.h), not pages: they change no counter. */
+void prefetch_feedback(struct prefetch *pf, uint32_t used, uint32_t wasted)
 {
-	if (cls >= PREFETCH_CLASSES)
+	if (wasted <= used) {
+		if (used > 2 * wasted && pf->open_window < pf->start_window)
+			pf->open_window *= 2;
 		return;
-	pf->cls_used[cls] += used;
-	if (++pf->cls_seen[cls] > CLASS_KEEP) {
-		pf->cls_used[cls] /= 2;
-		pf->cls_seen[cls] /= 2;
+	}
+	if (pf->open_window > 1)
+		pf->open_window /= 2;
+	for (unsigned i = 0; i < STREAMS; i++) {
+		struct stream *x = &pf->s[i];
+
+		if (x->stamp && x->stride) {
+			x->window = x->window > 1 ? x->window / 2 : 1;
+			x->hold = true;
+		}
 	}
 }
 

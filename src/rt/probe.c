@@ -1,9 +1,4 @@
-/* probe: a table of PROBE_SLOTS kept copies. Each prefetched page is a probe
- * with the same chance, 1 in `per` (the largest plan's size): a plan of n
- * pages, its fault and n - 1 others, gives one with chance (n - 1) / per,
- * so the share used is that of pages mapped, not of plans (one probe per
- * 8 plans, as before, weighed a 4-page plan as much as a 64-page one and
- * hid the largest windows' waste). A probe is resolved when its
+/* probe: a table of PROBE_SLOTS kept copies. A probe is resolved when its
  * page faults (used) or when it has lived as long as its page would have
  * stayed resident had it been mapped (wasted): once the pager has evicted as
  * many pages as its budget holds since the probe was kept, a prefetched
@@ -26,7 +21,9 @@
 #include "prefetch.h"
 #include "rtmem.h"
 
+#define PROBE_EVERY 8    /* one plan in 8: a used probe costs a minor fault (~3 us) where a plan read costs 10-300 */
 #define PROBE_SLOTS 64   /* 256 KiB of copies, outside the region: runtime memory within every budget */
+#define FEEDBACK_BATCH 8 /* verdicts per prefetch_feedback: a majority of 8 decides */
 #define PAGE 4096u
 #define NONE UINT64_MAX
 
@@ -34,17 +31,16 @@ static struct {
 	uint64_t idx[PROBE_SLOTS]; /* NONE: a free slot */
 	pte_t e[PROBE_SLOTS];
 	uint64_t born[PROBE_SLOTS]; /* the eviction clock when kept */
-	uint8_t cls[PROBE_SLOTS];   /* the class of the plan it came from */
-	bool trial[PROBE_SLOTS];    /* from a trial plan (nothing mapped): not counted */
 	unsigned n;                /* live probes */
 	uint64_t clock;            /* pages evicted, from the last probe_pick */
 	uint8_t *copies;           /* PROBE_SLOTS pages */
 	struct prefetch *pf;
-	uint32_t per, rng;
+	uint32_t plans, rng;
+	uint32_t batch_used, batch_wasted;
 	uint64_t used, wasted;
 } S;
 
-int probe_init(struct prefetch *pf, uint32_t per)
+int probe_init(struct prefetch *pf)
 {
 	S.copies = rt_alloc((size_t)PROBE_SLOTS * PAGE);
 	if (!S.copies)
@@ -53,20 +49,20 @@ int probe_init(struct prefetch *pf, uint32_t per)
 		S.idx[i] = NONE;
 	S.n = 0; /* a forked child's start anew: its eviction clock does too */
 	S.pf = pf;
-	S.per = per ? per : 1;
 	S.rng = 0x9e3779b9u;
 	return 0;
 }
 
-static void verdict(unsigned s, bool used)
+static void verdict(bool used)
 {
-	if (S.trial[s])
-		; /* its plan mapped nothing: it tells the class, not the accuracy */
-	else if (used)
-		S.used++;
+	if (used)
+		S.used++, S.batch_used++;
 	else
-		S.wasted++;
-	prefetch_feedback(S.pf, S.cls[s], used);
+		S.wasted++, S.batch_wasted++;
+	if (S.batch_used + S.batch_wasted < FEEDBACK_BATCH)
+		return;
+	prefetch_feedback(S.pf, S.batch_used, S.batch_wasted);
+	S.batch_used = S.batch_wasted = 0;
 }
 
 static void forget(unsigned s)
@@ -81,17 +77,11 @@ static void expire(uint64_t life)
 	for (unsigned s = 0; s < PROBE_SLOTS && S.n; s++)
 		if (S.idx[s] != NONE && S.clock - S.born[s] >= life) {
 			forget(s);
-			verdict(s, false);
+			verdict(false);
 		}
 }
 
-static uint32_t next_rand(void)
-{
-	S.rng ^= S.rng << 13, S.rng ^= S.rng >> 17, S.rng ^= S.rng << 5; /* xorshift32 */
-	return S.rng;
-}
-
-bool probe_pick(uint32_t slots, uint32_t fault, uint64_t clock, uint64_t life, bool trial, uint32_t *slot)
+bool probe_pick(uint32_t slots, uint32_t fault, uint64_t clock, uint64_t life, uint32_t *slot)
 {
 	uint32_t k;
 
@@ -99,14 +89,15 @@ bool probe_pick(uint32_t slots, uint32_t fault, uint64_t clock, uint64_t life, b
 		return false;
 	S.clock = clock;
 	expire(life ? life : 1);
-	if (slots < 2 || S.n == PROBE_SLOTS || (!trial && next_rand() % S.per >= slots - 1))
+	if (slots < 2 || ++S.plans % PROBE_EVERY || S.n == PROBE_SLOTS)
 		return false;
-	k = next_rand() % (slots - 1); /* uniform over the plan's other pages */
+	S.rng ^= S.rng << 13, S.rng ^= S.rng >> 17, S.rng ^= S.rng << 5; /* xorshift32 */
+	k = S.rng % (slots - 1); /* uniform over the plan's other pages */
 	*slot = k < fault ? k : k + 1;
 	return true;
 }
 
-void probe_keep(uint64_t idx, pte_t e, const void *copy, uint32_t cls, bool trial)
+void probe_keep(uint64_t idx, pte_t e, const void *copy)
 {
 	unsigned s, free = PROBE_SLOTS;
 
@@ -121,8 +112,6 @@ void probe_keep(uint64_t idx, pte_t e, const void *copy, uint32_t cls, bool tria
 	S.idx[free] = idx;
 	S.e[free] = e;
 	S.born[free] = S.clock;
-	S.cls[free] = (uint8_t)cls;
-	S.trial[free] = trial;
 	memcpy(S.copies + (size_t)free * PAGE, copy, PAGE);
 	S.n++;
 }
@@ -137,7 +126,7 @@ const void *probe_take(uint64_t idx, pte_t e, pagesum_t sum)
 		forget(s);
 		if (S.e[s] != e || !pagesum_eq(pagesum_of(copy), sum))
 			return NULL; /* the page changed since: no verdict (probe_keep left no other) */
-		verdict(s, true);
+		verdict(true);
 		return copy;
 	}
 	return NULL;

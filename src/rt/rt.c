@@ -421,11 +421,6 @@ static int configure(unsigned nodes, struct comex_client *cl, int uffd, struct p
 			  (unsigned long long)prefetch);
 		return -EINVAL;
 	}
-	if (opt_num(&opts, OPT_PREFETCH_ACCURACY) > 100) {
-		log_error("option prefetch-accuracy: %llu percent; it must be 0-100",
-			  (unsigned long long)opt_num(&opts, OPT_PREFETCH_ACCURACY));
-		return -EINVAL;
-	}
 	if (!batch || batch > MAX_BATCH || !opt_num(&opts, OPT_WBUF_PAGES) || !opt_num(&opts, OPT_FLUSH_RUN)) {
 		log_error("options evict-batch (1-256), wbuf-pages and flush-run must be positive");
 		return -EINVAL;
