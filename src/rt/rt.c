@@ -850,16 +850,12 @@ __attribute__((constructor(101))) static void rt_init(void)
 
 static uint64_t rss_bytes(void)
 {
-	char buf[128] = "";
-	unsigned long size = 0, rss = 0;
+	char buf[128] = "", *p = buf;
 
-	if (statm_fd >= 0 && procfile_pread(statm_fd, buf, sizeof(buf)) < 0)
-		buf[0] = 0;
-	char *p = buf;
-	size = strtoul(p, &p, 10);
-	rss = strtoul(p, &p, 10);
-	(void)size;
-	return (uint64_t)rss << PAGE_SHIFT;
+	if (statm_fd >= 0)
+		procfile_pread(statm_fd, buf, sizeof(buf)); /* unread, buf stays "": 0 */
+	strtoul(p, &p, 10); /* statm: size, then resident, in pages */
+	return (uint64_t)strtoul(p, NULL, 10) << PAGE_SHIFT;
 }
 
 /* The shared memory resident in the process (RssShmem), bytes: mostly the
