@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_run_features: one small program per pager feature (fork, read(2) into evicted memory, writers racing eviction, discards racing remote reads under each prefetch policy, mremap, MADV_DONTNEED, exec, signals, the core-dumping signals' dispositions, an evicted locale, encrypted pages, a memfd and a file mapped MAP_FIXED over evicted memory, a program's own userfaultfd, protections/JIT/locks/advice, an idle program with stdin /dev/null, aligned allocations, the embedded memnode's pool file read by an exec'd program) filling 4x --local-mem, same output as natively, remote traffic.
+# e2e_run_features: one small program per pager feature (fork, read(2) into evicted memory, writers racing eviction, discards racing remote reads under each prefetch policy and a single handler's reads without the pager lock, a fork bringing PROT_NONE pages home during such a read, mremap, MADV_DONTNEED, exec, signals, the core-dumping signals' dispositions, an evicted locale, encrypted pages, a memfd and a file mapped MAP_FIXED over evicted memory, a program's own userfaultfd, protections/JIT/locks/advice, an idle program with stdin /dev/null, aligned allocations, the embedded memnode's pool file read by an exec'd program) filling 4x --local-mem, same output as natively, remote traffic.
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_run_features: feature programs at 128 MiB under comex run --local-mem 32M match their native runs"
 
@@ -137,6 +137,23 @@ compare discardrace 16M budget -- "$progs/prog_discardrace" 96 2 3000
 # a mutator discarding meanwhile (the read is made without the pager lock)
 compare window    16M budget --prefetch-policy window -- "$progs/prog_discardrace" 96 2 3000
 compare readbuf   16M budget --prefetch-map false -- "$progs/prog_discardrace" 96 2 3000
+# Those reads are made in place from the embedded memnode's pool, and with a
+# handler per CPU under the lock: a read without the lock (D28) is a single
+# handler's from a memnode over TCP. unlocked: the discards race such reads.
+# bringrace: a fork (lazy-fork off: every page comes home first, a PROT_NONE
+# one read by the forking thread itself, under the lock) while the handler
+# reads without it; a memnode standing still 50 ms on every 20th read makes
+# the two meet in every run (the plan and landing area once shared: a stale
+# page or a crash in 3 runs of 3)
+if want unlocked || want bringrace; then
+  . "$src/tests/progs/memnodes.sh"
+  if mn_start tcpnode && mn_start latenode --test-late-reads 20 --test-late-by 50ms; then
+    one=(--token-file "$dir/token" --fault-handlers one)
+    compare unlocked  16M budget --memnode "127.0.0.1:$port_tcpnode" "${one[@]}" -- "$progs/prog_discardrace" 96 2 3000
+    compare bringrace 16M --memnode "127.0.0.1:$port_latenode" "${one[@]}" --lazy-fork false \
+      -- "$progs/prog_bringrace" 48 2 10
+  fi
+fi
 for c in window:pages_prefetch_mapped readbuf:faults_rbuf_hit; do
   want "${c%%:*}" && [ -s "$dir/${c%%:*}.json" ] || continue
   n=$(stats_get "${c%%:*}" "${c#*:}")

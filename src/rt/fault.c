@@ -38,6 +38,9 @@ static unsigned nhandlers; /* started (atomic) */
  * batch (ns, 0 when idle) and the address it is serving. Relaxed atomics. */
 static struct { uint64_t since; uintptr_t addr; } busy[MAX_HANDLERS];
 static int reading;        /* handlers of this process in their loop (atomic; a futex word) */
+/* This thread is a fault handler (pager_run): only a handler reads a plan
+ * without the pager lock (D28); a program thread bringing a page home keeps it. */
+static __thread bool on_handler __attribute__((tls_model("initial-exec")));
 
 /* The page reads as zero: discarded, or never touched since it was mapped
  * (a free entry in the heap arena, or in the mmap area inside [mlo, mhi),
@@ -309,6 +312,11 @@ static uint64_t plan_lo; /* page plan_lo + k * step lands at land + k pages */
 static uint64_t step;
 
 static const char *in_place[PREFETCH_MAX_WINDOW]; /* by plan slot: the page in the pool's mapping, or NULL */
+/* A remote fault's plan is in progress (written under the pager lock). The
+ * statics above are that plan's, and a handler reading it without the lock
+ * (D28) leaves them in use meanwhile: whoever then takes the lock and would
+ * start a plan of its own waits first (wait_plan). */
+static bool planning;
 
 static char *landed(uint64_t i) { return land + (((i - plan_lo) / step) << PAGE_SHIFT); }
 static uint32_t slot_of(uint64_t i) { return (uint32_t)((i - plan_lo) / step); }
@@ -507,7 +515,7 @@ static void fetch_plan(uint64_t idx, const struct prefetch_plan *pl, bool *ok, u
 	struct run runs[PREFETCH_MAX_READS];
 	pte_t seen[PREFETCH_MAX_WINDOW];
 	unsigned node = pte_node(pte_at(idx)), n = plan_reads(idx, pl->lo, pl->hi, pl->reads, ok, runs);
-	bool unlock = __atomic_load_n(&nhandlers, __ATOMIC_RELAXED) == 1;
+	bool unlock = on_handler && __atomic_load_n(&nhandlers, __ATOMIC_RELAXED) == 1;
 	bool failed[PREFETCH_MAX_READS] = { 0 };
 
 	if (!P.rb && find_in_place(runs, n, node, slots))
@@ -585,6 +593,7 @@ static void fetch_remote(uint64_t idx, bool write)
 	uint32_t slots;
 	pte_t e;
 
+	planning = true;
 	prefetch_fault(P.pf, idx, &pl);
 	step = (uint64_t)(pl.stride < 0 ? -pl.stride : pl.stride);
 	plan_lo = pl.lo;
@@ -597,6 +606,7 @@ static void fetch_remote(uint64_t idx, bool write)
 	fetch_plan(idx, &pl, ok, slots);
 	if (!ok[(idx - plan_lo) / step]) { /* settled while we read: let the thread retry */
 		uffd_wake(P.c.uffd, page_addr(idx), PAGE_SIZE);
+		planning = false;
 		return;
 	}
 	for (uint32_t k = 0; k < slots; k++) {
@@ -619,6 +629,22 @@ static void fetch_remote(uint64_t idx, bool write)
 	__atomic_store_n(&P.c.stats->prefetch_hits, hits, __ATOMIC_RELAXED);
 	__atomic_store_n(&P.c.stats->prefetch_wasted, wasted, __ATOMIC_RELAXED);
 	note_probes();
+	planning = false;
+}
+
+/* Under the lock: lets go of it while another thread's plan is in progress
+ * (its handler reads without the lock), so that this one's does not take
+ * that plan's landing area and statics. Page states must be read after. */
+static void wait_plan(void)
+{
+	while (planning) {
+		pager_unlock();
+		sched_yield();
+		if (on_handler)
+			lock_batch(NULL, &(unsigned){ 0 }, 0);
+		else
+			pager_lock("a page brought home by the pager");
+	}
 }
 
 int fault_init(void)
@@ -627,6 +653,7 @@ int fault_init(void)
 	 * caught mid-batch by the fork would look stuck to the watchdog) */
 	nhandlers = 0;
 	reading = 0;
+	planning = false; /* a plan the parent's handler had in progress at the fork */
 	memset(busy, 0, sizeof(busy));
 	if (P.c.prefetch_policy != PREFETCH_READ_BUFFER &&
 	    !(landing = rt_alloc((size_t)pager_opt(OPT_PREFETCH) << PAGE_SHIFT)))
@@ -645,6 +672,7 @@ static void fault_missing(uint64_t idx, bool write)
 	pte_t e;
 	const void *src;
 
+	wait_plan();
 	s0 = pte_state(pte_at(idx));
 	reclaim_make_room(s0 == PTE_FREE || s0 == PTE_EMPTY ? zero_window() : 1);
 	e = pte_at(idx);
@@ -804,6 +832,7 @@ void pager_run(int cpu)
 	struct uffd_msg msg[64];
 	bool woken = false;
 
+	on_handler = true;
 	if (cpu >= 0) {
 		cpu_set_t set;
 
@@ -899,7 +928,9 @@ uint64_t pager_stuck_ns(uint64_t now, uintptr_t *addr_out)
 	return worst;
 }
 
-void fault_fetch(uint64_t idx)
+void fault_fetch(uint64_t idx, unsigned state)
 {
-	fault_missing(idx, false);
+	wait_plan();
+	if (pte_state(pte_at(idx)) == state)
+		fault_missing(idx, false);
 }

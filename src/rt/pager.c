@@ -705,8 +705,7 @@ uint64_t pager_bring_home(uint64_t lo, uint64_t hi, bool read)
 			os_mprotect(page_addr(i), PAGE_SIZE, (int)pte_prot(pte_at(i)));
 		} else if (!(pte_prot(pte_at(i)) & PROT_READ)) { /* no fault of ours can bring it: the pager does */
 			pager_lock("bring a PROT_NONE page home");
-			if (pte_state(pte_at(i)) == s)
-				fault_fetch(i);
+			fault_fetch(i, s);
 			pager_unlock();
 		} else if (raw_madvise(page_addr(i), PAGE_SIZE, MADV_POPULATE_READ)) {
 			(void)*(volatile char *)page_addr(i); /* kernel without POPULATE_READ */

@@ -184,8 +184,10 @@ int foreign_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *new
 /* fault.c */
 int fault_init(void);
 /* Serves page idx as a read fault would, from the pager's side (under the
- * lock): for pages no fault of the program's can bring in (PROT_NONE). */
-void fault_fetch(uint64_t idx);
+ * lock, which it may let go of meanwhile: a handler's plan in progress),
+ * if its state is still state: for pages no fault of the program's can
+ * bring in (PROT_NONE). */
+void fault_fetch(uint64_t idx, unsigned state);
 
 /* prot.c */
 /* P.locked += delta, in the stats too; warns once when over the budget. */
