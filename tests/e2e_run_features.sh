@@ -137,21 +137,25 @@ compare discardrace 16M budget -- "$progs/prog_discardrace" 96 2 3000
 # a mutator discarding meanwhile (the read is made without the pager lock)
 compare window    16M budget --prefetch-policy window -- "$progs/prog_discardrace" 96 2 3000
 compare readbuf   16M budget --prefetch-map false -- "$progs/prog_discardrace" 96 2 3000
-# Those reads are made in place from the embedded memnode's pool, and with a
-# handler per CPU under the lock: a read without the lock (D28) is a single
-# handler's from a memnode over TCP. unlocked: the discards race such reads.
-# bringrace: a fork (lazy-fork off: every page comes home first, a PROT_NONE
-# one read by the forking thread itself, under the lock) while the handler
-# reads without it; a memnode standing still 50 ms on every 20th read makes
-# the two meet in every run (the plan and landing area once shared: a stale
-# page or a crash in 3 runs of 3)
-if want unlocked || want bringrace; then
+# Those reads are made in place from the embedded memnode's pool: a read
+# without the lock (D28) is an unpinned handler's from a memnode over TCP,
+# with fault-handlers one, or per-cpu's shared handler while several threads
+# fault. unlocked: the discards race such reads. bringrace: a fork (lazy-fork
+# off: every page comes home first, a PROT_NONE one read by the forking
+# thread itself, under the lock) while the handler reads without it; a
+# memnode standing still 50 ms on every 20th read makes the two meet in
+# every run (the plan and landing area once shared: a stale page or a crash
+# in 3 runs of 3)
+if want unlocked || want bringrace || want unlocked-one || want bringrace-one; then
   . "$src/tests/progs/memnodes.sh"
   if mn_start tcpnode && mn_start latenode --test-late-reads 20 --test-late-by 50ms; then
-    one=(--token-file "$dir/token" --fault-handlers one)
-    compare unlocked  16M budget --memnode "127.0.0.1:$port_tcpnode" "${one[@]}" -- "$progs/prog_discardrace" 96 2 3000
-    compare bringrace 16M --memnode "127.0.0.1:$port_latenode" "${one[@]}" --lazy-fork false \
-      -- "$progs/prog_bringrace" 48 2 10
+    for h in per-cpu one; do
+      c=${h/per-cpu/}; c=${c:+-$c}
+      compare unlocked$c 16M budget --memnode "127.0.0.1:$port_tcpnode" --token-file "$dir/token" \
+        --fault-handlers $h -- "$progs/prog_discardrace" 96 2 3000
+      compare bringrace$c 16M --memnode "127.0.0.1:$port_latenode" --token-file "$dir/token" \
+        --fault-handlers $h --lazy-fork false -- "$progs/prog_bringrace" 48 2 10
+    done
   fi
 fi
 for c in window:pages_prefetch_mapped readbuf:faults_rbuf_hit; do

@@ -1,4 +1,4 @@
-/* test_listener: per-CPU handlers poll alone on the main thread's CPU after a streak of its faults, all again on another thread's fault, never on a CPU without a handler. */
+/* test_listener: per-CPU handlers poll alone on the main thread's CPU after a streak of its faults, all again on another thread's fault (the shared handler alone, once it runs), never on a CPU without a handler. */
 #include <sched.h>
 #include <stdio.h>
 #include <sys/rseq.h>
@@ -71,6 +71,16 @@ int main(void)
 	listener_started(a);
 	follow_main(64); /* on b, which has no handler */
 	CHECK(listener_polls(a) && listener_polls(b));
+
+	/* with the shared handler: it alone while other threads fault, and
+	 * never while the main thread's CPU polls alone */
+	listener_started(LISTENER_SHARED);
+	CHECK(listener_polls(LISTENER_SHARED) && !listener_polls(a));
+	run_on(a);
+	follow_main(16);
+	CHECK(listener_polls(a) && !listener_polls(b) && !listener_polls(LISTENER_SHARED));
+	listener_follow((uint32_t)getpid() + 1000000);
+	CHECK(listener_polls(LISTENER_SHARED) && !listener_polls(a) && !listener_polls(b));
 	puts("listener: ok");
 	return 0;
 }

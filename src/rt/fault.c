@@ -38,9 +38,12 @@ static unsigned nhandlers; /* started (atomic) */
  * batch (ns, 0 when idle) and the address it is serving. Relaxed atomics. */
 static struct { uint64_t since; uintptr_t addr; } busy[MAX_HANDLERS];
 static int reading;        /* handlers of this process in their loop (atomic; a futex word) */
-/* This thread is a fault handler (pager_run): only a handler reads a plan
- * without the pager lock (D28); a program thread bringing a page home keeps it. */
+/* This thread is a fault handler (pager_run); unpinned: the single handler
+ * (fault-handlers one) or the shared one (listener), the only ones that read
+ * a plan without the pager lock (D28): a pinned one, or a program thread
+ * bringing a page home, keeps it. */
 static __thread bool on_handler __attribute__((tls_model("initial-exec")));
+static __thread bool unpinned __attribute__((tls_model("initial-exec")));
 
 /* The page reads as zero: discarded, or never touched since it was mapped
  * (a free entry in the heap arena, or in the mmap area inside [mlo, mhi),
@@ -312,10 +315,11 @@ static uint64_t plan_lo; /* page plan_lo + k * step lands at land + k pages */
 static uint64_t step;
 
 static const char *in_place[PREFETCH_MAX_WINDOW]; /* by plan slot: the page in the pool's mapping, or NULL */
-/* A remote fault's plan is in progress (written under the pager lock). The
- * statics above are that plan's, and a handler reading it without the lock
- * (D28) leaves them in use meanwhile: whoever then takes the lock and would
- * start a plan of its own waits first (wait_plan). */
+/* A remote fault's plan is in progress (atomic; set and cleared under the
+ * pager lock, release). The statics above are that plan's, and a handler
+ * reading it without the lock (D28) leaves them in use meanwhile: whoever
+ * then takes the lock and would start a plan of its own waits first
+ * (wait_plan), without the lock, for the clear (acquire). */
 static bool planning;
 
 static char *landed(uint64_t i) { return land + (((i - plan_lo) / step) << PAGE_SHIFT); }
@@ -515,7 +519,7 @@ static void fetch_plan(uint64_t idx, const struct prefetch_plan *pl, bool *ok, u
 	struct run runs[PREFETCH_MAX_READS];
 	pte_t seen[PREFETCH_MAX_WINDOW];
 	unsigned node = pte_node(pte_at(idx)), n = plan_reads(idx, pl->lo, pl->hi, pl->reads, ok, runs);
-	bool unlock = on_handler && __atomic_load_n(&nhandlers, __ATOMIC_RELAXED) == 1;
+	bool unlock = unpinned;
 	bool failed[PREFETCH_MAX_READS] = { 0 };
 
 	if (!P.rb && find_in_place(runs, n, node, slots))
@@ -593,7 +597,7 @@ static void fetch_remote(uint64_t idx, bool write)
 	uint32_t slots;
 	pte_t e;
 
-	planning = true;
+	__atomic_store_n(&planning, true, __ATOMIC_RELAXED); /* others see it only under the lock */
 	prefetch_fault(P.pf, idx, &pl);
 	step = (uint64_t)(pl.stride < 0 ? -pl.stride : pl.stride);
 	plan_lo = pl.lo;
@@ -606,7 +610,7 @@ static void fetch_remote(uint64_t idx, bool write)
 	fetch_plan(idx, &pl, ok, slots);
 	if (!ok[(idx - plan_lo) / step]) { /* settled while we read: let the thread retry */
 		uffd_wake(P.c.uffd, page_addr(idx), PAGE_SIZE);
-		planning = false;
+		__atomic_store_n(&planning, false, __ATOMIC_RELEASE);
 		return;
 	}
 	for (uint32_t k = 0; k < slots; k++) {
@@ -629,7 +633,7 @@ static void fetch_remote(uint64_t idx, bool write)
 	__atomic_store_n(&P.c.stats->prefetch_hits, hits, __ATOMIC_RELAXED);
 	__atomic_store_n(&P.c.stats->prefetch_wasted, wasted, __ATOMIC_RELAXED);
 	note_probes();
-	planning = false;
+	__atomic_store_n(&planning, false, __ATOMIC_RELEASE);
 }
 
 /* Under the lock: lets go of it while another thread's plan is in progress
@@ -637,9 +641,10 @@ static void fetch_remote(uint64_t idx, bool write)
  * that plan's landing area and statics. Page states must be read after. */
 static void wait_plan(void)
 {
-	while (planning) {
+	while (__atomic_load_n(&planning, __ATOMIC_RELAXED)) {
 		pager_unlock();
-		sched_yield();
+		while (__atomic_load_n(&planning, __ATOMIC_ACQUIRE))
+			sched_yield();
 		if (on_handler)
 			lock_batch(NULL, &(unsigned){ 0 }, 0);
 		else
@@ -653,7 +658,7 @@ int fault_init(void)
 	 * caught mid-batch by the fork would look stuck to the watchdog) */
 	nhandlers = 0;
 	reading = 0;
-	planning = false; /* a plan the parent's handler had in progress at the fork */
+	__atomic_store_n(&planning, false, __ATOMIC_RELAXED); /* the parent's handler's at the fork */
 	memset(busy, 0, sizeof(busy));
 	if (P.c.prefetch_policy != PREFETCH_READ_BUFFER &&
 	    !(landing = rt_alloc((size_t)pager_opt(OPT_PREFETCH) << PAGE_SHIFT)))
@@ -822,17 +827,22 @@ static void keep_awake(unsigned h, uint64_t now)
  * faults on its CPU then wakes it there, without an inter-processor
  * interrupt (~25 us on this VM), and no core is ever busy-polled. The other
  * polling handlers wake too and usually find nothing (the local one reads
- * first); while the main thread faults only its CPU's handler polls
- * (listener). An unpinned handler (cpu < 0) busy-polls spin_ns after each
- * batch instead. woken: the last read followed a wake-up from poll. */
+ * first); while the main thread faults only its CPU's handler polls, while
+ * several threads fault only the shared one (listener). An unpinned handler
+ * (cpu < 0: fault-handlers one, or LISTENER_SHARED) busy-polls spin_ns after
+ * each batch instead. woken: the last read followed a wake-up from poll. */
 void pager_run(int cpu)
 {
 	unsigned h = __atomic_fetch_add(&nhandlers, 1, __ATOMIC_RELAXED) % MAX_HANDLERS;
 	uint64_t spin = cpu < 0 ? pager_opt(OPT_HANDLER_SPIN) : 0, idle_since = now_ns();
+	bool listens = cpu >= 0 || cpu == LISTENER_SHARED; /* the listener says when it polls */
 	struct uffd_msg msg[64];
 	bool woken = false;
 
 	on_handler = true;
+	unpinned = cpu < 0;
+	if (cpu == LISTENER_SHARED)
+		listener_started(cpu);
 	if (cpu >= 0) {
 		cpu_set_t set;
 
@@ -862,7 +872,7 @@ void pager_run(int cpu)
 			__atomic_fetch_sub(&P.fault_waiters, 1, __ATOMIC_RELEASE);
 			for (unsigned i = 0; i < n; i++)
 				handle(&msg[i], h);
-			if (cpu >= 0)
+			if (listens)
 				listener_follow(msg[n - 1].arg.pagefault.feat.ptid);
 			reclaim_poke();
 			__atomic_store_n(&busy[h].since, 0, __ATOMIC_RELAXED);
@@ -896,7 +906,7 @@ void pager_run(int cpu)
 			continue;
 		}
 		wakeup_sleeping(now);
-		if (cpu >= 0 && !listener_polls(cpu)) {
+		if (listens && !listener_polls(cpu)) {
 			listener_wait(cpu);
 			continue;
 		}

@@ -1,4 +1,4 @@
-/* listener: one polling handler while the main thread faults, else all. */
+/* listener: one polling handler while the main thread faults, else the shared one (or all). */
 #include "listener.h"
 
 #include <limits.h>
@@ -21,6 +21,7 @@ static const volatile uint32_t *main_cpu; /* the main thread's rseq cpu_id */
 static uint32_t main_tid;
 static uint64_t started[LISTENER_CPUS / 64]; /* atomic bits: a handler runs there */
 static int alone = -1;                        /* atomic: the CPU whose handler polls alone, or -1 */
+static bool shared;                           /* atomic: the shared handler runs */
 static unsigned seq;                          /* futex word: bumped when alone changes */
 static unsigned streak;                       /* faults of main on streak_cpu in a row (handlers' lock held) */
 static int streak_cpu = -1;
@@ -41,7 +42,9 @@ static bool has_handler(uint32_t cpu)
 
 void listener_started(int cpu)
 {
-	if (cpu >= 0 && cpu < LISTENER_CPUS)
+	if (cpu == LISTENER_SHARED)
+		__atomic_store_n(&shared, true, __ATOMIC_RELEASE);
+	else if (cpu >= 0 && cpu < LISTENER_CPUS)
 		__atomic_fetch_or(&started[cpu / 64], 1ull << (cpu % 64), __ATOMIC_RELEASE);
 }
 
@@ -49,7 +52,9 @@ bool listener_polls(int cpu)
 {
 	int a = __atomic_load_n(&alone, __ATOMIC_ACQUIRE);
 
-	return a < 0 || a == cpu || cpu >= LISTENER_CPUS;
+	if (cpu == LISTENER_SHARED)
+		return a < 0;
+	return (a < 0 && !__atomic_load_n(&shared, __ATOMIC_ACQUIRE)) || a == cpu || cpu >= LISTENER_CPUS;
 }
 
 static void set_alone(int cpu)
@@ -92,6 +97,7 @@ void listener_reset(void)
 	for (unsigned i = 0; i < LISTENER_CPUS / 64; i++)
 		started[i] = 0;
 	alone = -1;
+	shared = false;
 	main_cpu = NULL;
 	streak = 0;
 }

@@ -482,7 +482,7 @@ enum fault_handlers { FAULT_HANDLERS_PER_CPU, FAULT_HANDLERS_ONE }; /* option fa
  * until it has (go): a process that cannot make them all (at its thread or
  * memory limit) is then left as any start that fails leaves it, unmanaged
  * for a late start, instead of with a registered region no handler serves. */
-#define RT_THREADS (PER_CPU_MAX + 6) /* handlers, reclaimer, /proc reader, watchdog, members, home, backup */
+#define RT_THREADS (PER_CPU_MAX + 7) /* handlers, the shared one, reclaimer, /proc reader, watchdog, members, home, backup */
 static struct parked { void *(*fn)(void *); void *arg; } parked[RT_THREADS];
 static unsigned nparked;
 static int go; /* futex word: 0 parked, 1 run fn, -1 end; release store, acquire load */
@@ -532,8 +532,9 @@ static void *backup_main(void *arg)
 
 /* Parks every thread of the runtime: fault-handlers per-cpu, one pinned
  * handler per CPU the program may run on (a thread that faults wakes the
- * one on its own CPU); one, a single unpinned handler that busy-polls
- * handler-spin after each fault. A fork waits until they serve
+ * one on its own CPU) and the shared one, unpinned, which serves while
+ * several threads fault (listener); one, a single unpinned handler that
+ * busy-polls handler-spin after each fault. A fork waits until they serve
  * (fork_prepare), not the start of every process. Their number in
  * *handlers; on failure those made end. */
 static int park_threads(unsigned *handlers)
@@ -549,6 +550,8 @@ static int park_threads(unsigned *handlers)
 		for (int cpu = 0; cpu < CPU_SETSIZE && !err; cpu++)
 			if (CPU_ISSET(cpu, &set) && !(err = park(handler_main, (void *)(intptr_t)cpu, "comex-fault")))
 				n++;
+		if (!err && !(err = park(handler_main, (void *)(intptr_t)LISTENER_SHARED, "comex-fault")))
+			n++;
 	} else if (!(err = park(handler_main, (void *)(intptr_t)-1, "comex-fault"))) {
 		n++;
 	}
