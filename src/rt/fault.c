@@ -452,7 +452,7 @@ static void read_at_once(const struct run *runs, unsigned n, unsigned node, bool
 }
 
 /* The planned reads into the landing area. With failed (no pager lock:
- * one handler, item 5 of issue 9, so interposed calls of other threads do
+ * an unpinned handler, item 5 of issue 9, so interposed calls of other threads do
  * not wait for the memnode) a read that fails is only noted: a discard may
  * have released its frames meanwhile, and the memnode then refuses frames
  * we no longer hold. The recheck under the lock decides (reread_failed). */
@@ -509,8 +509,8 @@ static bool find_in_place(const struct run *runs, unsigned n, unsigned node, uin
 	return true;
 }
 
-/* Reads the plan's pages, without the pager lock when this is the only
- * handler. An entry that changed meanwhile (the page was unmapped,
+/* Reads the plan's pages, without the pager lock on an unpinned handler
+ * (fault-handlers one, or the shared one). An entry that changed meanwhile (the page was unmapped,
  * discarded, remapped or brought home by a fork) makes its copy worthless:
  * its slot is dropped from ok[]. Frames are freed only when their entry
  * changes, so an unchanged entry proves the copy read is the page's. */
@@ -825,12 +825,15 @@ static void keep_awake(unsigned h, uint64_t now)
 
 /* A handler pinned to a CPU sleeps in poll() between faults: a thread that
  * faults on its CPU then wakes it there, without an inter-processor
- * interrupt (~25 us on this VM), and no core is ever busy-polled. The other
+ * interrupt (~25 us on this VM), and never busy-polls. The other
  * polling handlers wake too and usually find nothing (the local one reads
  * first); while the main thread faults only its CPU's handler polls, while
  * several threads fault only the shared one (listener). An unpinned handler
  * (cpu < 0: fault-handlers one, or LISTENER_SHARED) busy-polls spin_ns after
- * each batch instead. woken: the last read followed a wake-up from poll. */
+ * each batch instead; the shared one spins so even when the listener has
+ * just handed polling to a CPU, and serves the main thread's faults that
+ * come within it (as measured, bench/results/handlers-ab/shared), then
+ * sleeps. woken: the last read followed a wake-up from poll. */
 void pager_run(int cpu)
 {
 	unsigned h = __atomic_fetch_add(&nhandlers, 1, __ATOMIC_RELAXED) % MAX_HANDLERS;
