@@ -451,9 +451,9 @@ static void read_at_once(const struct run *runs, unsigned n, unsigned node, bool
 	STAT_ADD(P.c.stats, bytes_read, bytes);
 }
 
-/* The planned reads into the landing area. With failed (no pager lock:
- * an unpinned handler, item 5 of issue 9, so interposed calls of other threads do
- * not wait for the memnode) a read that fails is only noted: a discard may
+/* The planned reads into the landing area. With failed (no pager lock: an
+ * unpinned handler, item 5 of issue 9, so interposed calls of other threads
+ * do not wait for the memnode) a read that fails is only noted: a discard may
  * have released its frames meanwhile, and the memnode then refuses frames
  * we no longer hold. The recheck under the lock decides (reread_failed). */
 static void read_runs(const struct run *runs, unsigned n, unsigned node, bool *failed)
@@ -510,10 +510,11 @@ static bool find_in_place(const struct run *runs, unsigned n, unsigned node, uin
 }
 
 /* Reads the plan's pages, without the pager lock on an unpinned handler
- * (fault-handlers one, or the shared one). An entry that changed meanwhile (the page was unmapped,
- * discarded, remapped or brought home by a fork) makes its copy worthless:
- * its slot is dropped from ok[]. Frames are freed only when their entry
- * changes, so an unchanged entry proves the copy read is the page's. */
+ * (fault-handlers one, or the shared one). An entry that changed meanwhile
+ * (the page was unmapped, discarded, remapped or brought home by a fork)
+ * makes its copy worthless: its slot is dropped from ok[]. Frames are freed
+ * only when their entry changes, so an unchanged entry proves the copy read
+ * is the page's. */
 static void fetch_plan(uint64_t idx, const struct prefetch_plan *pl, bool *ok, uint32_t slots)
 {
 	struct run runs[PREFETCH_MAX_READS];

@@ -1,10 +1,10 @@
 /* prog_bringrace: reader threads stream through a mapping larger than local
  * memory while the main thread forks again and again with another mapping
  * PROT_NONE. Under comex an unpinned fault handler (fault-handlers one, or
- * per-cpu's shared one) reads without the pager lock (D28); with lazy-fork off every page
- * comes home before a fork, and a PROT_NONE page no fault can bring, so the
- * forking thread reads it itself under the lock: two remote reads at once,
- * which must not share the landing area or the plan.
+ * per-cpu's shared one) reads without the pager lock (D28); with lazy-fork
+ * off every page comes home before a fork, and a PROT_NONE page no fault
+ * can bring, so the forking thread reads it itself under the lock: two
+ * remote reads at once, which must not share the landing area or the plan.
  *   prog_bringrace MIB [READERS [FORKS]]
  * Prints both mappings' checksums; exits 1 at the first mismatch. */
 #include <pthread.h>
