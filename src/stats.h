@@ -31,7 +31,7 @@
 	X(locked_bytes) X(locked_all) X(pages_copied_out) X(children_unmanaged) \
 	X(pages_brought_home) X(home_held) X(bytes_mapped_outside) X(children_handed) \
 	X(outside_anon_bytes) X(outside_anon_peak_bytes) X(budget_unkept_ms) \
-	X(reads_hedged) X(writes_hedged) X(reads_steered)
+	X(reads_hedged) X(writes_hedged) X(reads_steered) X(plans_unlocked) X(plan_waits)
 
 /* What the client library says of its memnodes, written by it as it happens
  * (client_board), read by comex top, stats and the exporter. */
@@ -65,11 +65,12 @@ struct stats {
 #define HOME_HELD_YES 1     /* every page is home and eviction paused */
 #define HOME_HELD_REFUSED 2 /* asked, but the memory left is too short for the pages away */
 
-#define STATS_MAGIC 0x4253544154535843ull /* "CXSTATSB" little-endian (1: no histogram, 2: no pages_moved_uncounted,
+#define STATS_MAGIC 0x4353544154535843ull /* "CXSTATSC" little-endian (1: no histogram, 2: no pages_moved_uncounted,
 					  * 3: no locked_bytes, 4: no frames_renewed, 5: no budget_bytes,
 					  * 6: no children_unmanaged, 7: no outside_anon_bytes,
 					  * 8: no prefetch_probes_*, 9: no *_hedged, board,
-					  * A: no reads_steered) */
+					  * A: no reads_steered, B: no plans_unlocked,
+					  * plan_waits) */
 
 /* Creates the shared file for this process; falls back to private memory
  * (logged) so that a missing /dev/shm never stops the program. */

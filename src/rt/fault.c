@@ -315,12 +315,22 @@ static uint64_t plan_lo; /* page plan_lo + k * step lands at land + k pages */
 static uint64_t step;
 
 static const char *in_place[PREFETCH_MAX_WINDOW]; /* by plan slot: the page in the pool's mapping, or NULL */
-/* A remote fault's plan is in progress (atomic; set and cleared under the
- * pager lock, release). The statics above are that plan's, and a handler
- * reading it without the lock (D28) leaves them in use meanwhile: whoever
- * then takes the lock and would start a plan of its own waits first
- * (wait_plan), without the lock, for the clear (acquire). */
-static bool planning;
+/* A remote fault's plan is in progress (futex word, 1 or 0; set and
+ * cleared under the pager lock). The statics above are that plan's, and a
+ * handler reading it without the lock (D28) leaves them in use meanwhile:
+ * whoever then takes the lock and would start a plan of its own sleeps
+ * first (wait_plan), without the lock, until the clear. A sleeper counts
+ * itself in plan_waiters before it looks (both sequentially consistent,
+ * as is the clear and plan_end's look at the count), so the clear either
+ * sees it and wakes it or comes before its look. */
+static unsigned planning, plan_waiters;
+
+static void plan_end(void)
+{
+	__atomic_store_n(&planning, 0, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&plan_waiters, __ATOMIC_SEQ_CST))
+		os_futex_wake(&planning, INT_MAX);
+}
 
 static char *landed(uint64_t i) { return land + (((i - plan_lo) / step) << PAGE_SHIFT); }
 static uint32_t slot_of(uint64_t i) { return (uint32_t)((i - plan_lo) / step); }
@@ -532,6 +542,7 @@ static void fetch_plan(uint64_t idx, const struct prefetch_plan *pl, bool *ok, u
 	for (uint32_t k = 0; k < slots; k++)
 		seen[k] = pte_at(plan_lo + k * step);
 	__atomic_fetch_add(&P.reading_unlocked, 1, __ATOMIC_ACQUIRE);
+	STAT_ADD(P.c.stats, plans_unlocked, 1);
 	pager_unlock();
 	read_runs(runs, n, node, failed);
 	__atomic_fetch_sub(&P.reading_unlocked, 1, __ATOMIC_RELEASE);
@@ -598,7 +609,7 @@ static void fetch_remote(uint64_t idx, bool write)
 	uint32_t slots;
 	pte_t e;
 
-	__atomic_store_n(&planning, true, __ATOMIC_RELAXED); /* others see it only under the lock */
+	__atomic_store_n(&planning, 1, __ATOMIC_RELAXED); /* others see it only under the lock */
 	prefetch_fault(P.pf, idx, &pl);
 	step = (uint64_t)(pl.stride < 0 ? -pl.stride : pl.stride);
 	plan_lo = pl.lo;
@@ -611,7 +622,7 @@ static void fetch_remote(uint64_t idx, bool write)
 	fetch_plan(idx, &pl, ok, slots);
 	if (!ok[(idx - plan_lo) / step]) { /* settled while we read: let the thread retry */
 		uffd_wake(P.c.uffd, page_addr(idx), PAGE_SIZE);
-		__atomic_store_n(&planning, false, __ATOMIC_RELEASE);
+		plan_end();
 		return;
 	}
 	for (uint32_t k = 0; k < slots; k++) {
@@ -634,18 +645,23 @@ static void fetch_remote(uint64_t idx, bool write)
 	__atomic_store_n(&P.c.stats->prefetch_hits, hits, __ATOMIC_RELAXED);
 	__atomic_store_n(&P.c.stats->prefetch_wasted, wasted, __ATOMIC_RELAXED);
 	note_probes();
-	__atomic_store_n(&planning, false, __ATOMIC_RELEASE);
+	plan_end();
 }
 
 /* Under the lock: lets go of it while another thread's plan is in progress
  * (its handler reads without the lock), so that this one's does not take
- * that plan's landing area and statics. Page states must be read after. */
+ * that plan's landing area and statics. It sleeps rather than yields: a
+ * pinned handler under --sched fifo yielding in a loop could keep the
+ * reader off its CPU. Page states must be read after. */
 static void wait_plan(void)
 {
 	while (__atomic_load_n(&planning, __ATOMIC_RELAXED)) {
+		STAT_ADD(P.c.stats, plan_waits, 1);
 		pager_unlock();
-		while (__atomic_load_n(&planning, __ATOMIC_ACQUIRE))
-			sched_yield();
+		__atomic_fetch_add(&plan_waiters, 1, __ATOMIC_SEQ_CST);
+		while (__atomic_load_n(&planning, __ATOMIC_SEQ_CST))
+			os_futex_wait(&planning, 1, NULL);
+		__atomic_fetch_sub(&plan_waiters, 1, __ATOMIC_RELAXED);
 		if (on_handler)
 			lock_batch(NULL, &(unsigned){ 0 }, 0);
 		else
@@ -659,7 +675,9 @@ int fault_init(void)
 	 * caught mid-batch by the fork would look stuck to the watchdog) */
 	nhandlers = 0;
 	reading = 0;
-	__atomic_store_n(&planning, false, __ATOMIC_RELAXED); /* the parent's handler's at the fork */
+	/* the parent's handler's plan at the fork, and its waiters */
+	__atomic_store_n(&planning, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&plan_waiters, 0, __ATOMIC_RELAXED);
 	memset(busy, 0, sizeof(busy));
 	if (P.c.prefetch_policy != PREFETCH_READ_BUFFER &&
 	    !(landing = rt_alloc((size_t)pager_opt(OPT_PREFETCH) << PAGE_SHIFT)))
@@ -863,6 +881,15 @@ void pager_run(int cpu)
 	__atomic_fetch_add(&reading, 1, __ATOMIC_RELEASE);
 	os_futex_wake(&reading, INT_MAX);
 	for (;;) {
+		/* a parked pinned handler reads nothing, not even a fault that woke
+		 * its poll(): it would serve it holding the pager lock through the
+		 * read, and then every fault pending after it, while the shared
+		 * handler waited for the lock (mt over TCP: ~1 200 such batches a
+		 * run, 2-3 s of handler time; D32) */
+		if (cpu >= 0 && !listener_polls(cpu)) {
+			listener_wait(cpu);
+			continue;
+		}
 		ssize_t r = read(P.c.uffd, msg, sizeof(msg));
 		unsigned n = r > 0 ? take_events(msg, (unsigned)(r / (ssize_t)sizeof(msg[0]))) : 0;
 
