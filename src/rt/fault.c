@@ -881,12 +881,16 @@ void pager_run(int cpu)
 	__atomic_fetch_add(&reading, 1, __ATOMIC_RELEASE);
 	os_futex_wake(&reading, INT_MAX);
 	for (;;) {
-		/* a parked pinned handler reads nothing, not even a fault that woke
+		/* A parked pinned handler reads nothing, not even a fault that woke
 		 * its poll(): it would serve it holding the pager lock through the
 		 * read, and then every fault pending after it, while the shared
 		 * handler waited for the lock (mt over TCP: ~1 200 such batches a
-		 * run, 2-3 s of handler time; D32) */
+		 * run, 2-3 s of handler time; D32). The shared handler does read
+		 * after each wait: if the CPU polling alone cannot run its handler
+		 * (a real-time thread there), it serves the fault and the listener
+		 * follows the main thread, within listener_wait's 100 ms. */
 		if (cpu >= 0 && !listener_polls(cpu)) {
+			woken = false;
 			listener_wait(cpu);
 			continue;
 		}

@@ -25,7 +25,8 @@ void listener_started(int cpu);
  * a shared handler, faults of several threads make every handler poll. */
 bool listener_polls(int cpu);
 /* Sleeps the handler of a CPU that does not poll until asked to, or at most
- * 100 ms (then it looks again). */
+ * 100 ms (then a pinned one looks again; the shared one reads the faults
+ * pending, the one fallback if the polling CPU's handler cannot run). */
 void listener_wait(int cpu);
 /* After a fault of thread ptid was answered: follows its CPU. */
 void listener_follow(uint32_t ptid);
