@@ -3,6 +3,17 @@
 . "${COMEX_SRC:?}/tests/progs/lib.sh"
 echo "e2e_run_features: feature programs at 128 MiB under comex run --local-mem 32M match their native runs"
 
+# stat_positive CASE COUNTER WHY [SHOWN...]: when CASE ran, COUNTER of its
+# stats is above 0 (else it fails, saying WHY); the SHOWN counters are printed
+stat_positive() {
+  local c=$1 k=$2 why=$3 n line x; shift 3
+  want "$c" && [ -s "$dir/$c.json" ] || return 0
+  n=$(stats_get "$c" "$k"); line="$c: $k=$n"
+  for x in "$@"; do line+=" $x=$(stats_get "$c" "$x")"; done
+  echo "$line"
+  [ "$n" -gt 0 ] || fail "$c-stats" "$k is 0: $why"
+}
+
 # a forked child is served lazily from the parent's snapshot (DECISIONS.md D45):
 # the parent stays within its budget, and the children (and the grandchild,
 # whose parent brings its pages home first) read remote pages through it
@@ -161,18 +172,11 @@ if want unlocked || want bringrace || want unlocked-one || want bringrace-one; t
   # listener could leave every read under it, and these cases would pass);
   # a wait for such a read is likely, not certain, so it is only printed
   for c in unlocked bringrace unlocked-one bringrace-one; do
-    want "$c" && [ -s "$dir/$c.json" ] || continue
-    n=$(stats_get "$c" plans_unlocked)
-    echo "$c: plans_unlocked=$n plan_waits=$(stats_get "$c" plan_waits)"
-    [ "$n" -gt 0 ] || fail "$c-unlocked" "no plan was read without the pager lock"
+    stat_positive "$c" plans_unlocked "no plan was read without the pager lock" plan_waits
   done
 fi
-for c in window:pages_prefetch_mapped readbuf:faults_rbuf_hit; do
-  want "${c%%:*}" && [ -s "$dir/${c%%:*}.json" ] || continue
-  n=$(stats_get "${c%%:*}" "${c#*:}")
-  echo "${c%%:*}: ${c#*:}=$n"
-  [ "$n" -gt 0 ] || fail "${c%%:*}-stats" "${c#*:} is 0: the policy's neighbours were never used"
-done
+stat_positive window pages_prefetch_mapped "the policy's neighbours were never used"
+stat_positive readbuf faults_rbuf_hit "the policy's neighbours were never used"
 # encrypt: every page leaves sealed (AES-256-GCM) and is opened on its way back
 compare encrypt   32M budget --encrypt -- "$progs/prog_readsys" 128
 # libc calls of the runtime itself (UCX's keepalive, here every 50 ms) must not
